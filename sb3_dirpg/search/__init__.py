@@ -1,0 +1,34 @@
+"""Lazy top-down A* sampling of trajectories (the DirPG search). Knows nothing about SB3 or torch."""
+
+from sb3_dirpg.search.gumbel import masked_log_softmax, masked_logsumexp, sample_gumbel, truncated_gumbel
+from sb3_dirpg.search.protocols import BatchSimulator, PolicyFunction, Transitions
+from sb3_dirpg.search.top_down import (
+    PRIORITIES,
+    CompletedTrajectory,
+    EpisodeSearch,
+    SearchConfig,
+    SearchResult,
+    TopDownSearch,
+    UpdateSteps,
+    gumbel_top_k,
+)
+from sb3_dirpg.search.tree import SearchTree
+
+__all__ = [
+    "PRIORITIES",
+    "BatchSimulator",
+    "CompletedTrajectory",
+    "EpisodeSearch",
+    "PolicyFunction",
+    "SearchConfig",
+    "SearchResult",
+    "SearchTree",
+    "TopDownSearch",
+    "Transitions",
+    "UpdateSteps",
+    "gumbel_top_k",
+    "masked_log_softmax",
+    "masked_logsumexp",
+    "sample_gumbel",
+    "truncated_gumbel",
+]

@@ -1,0 +1,56 @@
+"""What the search needs from the outside world: a batch simulator and a policy function."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+
+
+@dataclass
+class Transitions:
+    """States reached by a batch of resets or steps.
+
+    :param obs: one observation per row (any type; the policy function stacks them)
+    :param rewards: reward of the step that reached each state, shape (n,) (zeros for resets)
+    :param terminal: whether the state ends the trajectory (terminated or truncated), shape (n,)
+    :param masks: legal actions in each state, bool, shape (n, n_actions)
+    :param snapshots: one opaque simulator snapshot per row, to step from later
+    :param lower: lower bound on the discounted return-to-go from each state, shape (n,), or None
+    :param upper: upper bound on the discounted return-to-go from each state, shape (n,), or None
+    """
+
+    obs: list[Any]
+    rewards: np.ndarray
+    terminal: np.ndarray
+    masks: np.ndarray
+    snapshots: list[Any]
+    lower: np.ndarray | None = None
+    upper: np.ndarray | None = None
+
+
+class BatchSimulator(Protocol):
+    """Steps any number of snapshots; stateless as far as the search is concerned."""
+
+    n_actions: int
+
+    def reset(self, seeds: Sequence[int]) -> Transitions:
+        """:param seeds: one seed per episode (fixes the episode's noise)
+        :return: the root states"""
+
+    def step(self, snapshots: Sequence[Any], actions: np.ndarray, episodes: np.ndarray) -> Transitions:
+        """:param snapshots: states to step from
+        :param actions: one action per snapshot
+        :param episodes: index of the episode each row belongs to
+        :return: the states reached"""
+
+
+class PolicyFunction(Protocol):
+    """Maps a batch of observations (and their legal-action masks) to action logits, shape (n, n_actions)."""
+
+    def __call__(self, obs: list[Any], masks: np.ndarray) -> np.ndarray:
+        """:param obs: observations
+        :param masks: legal actions, bool, shape (n, n_actions)
+        :return: logits or unnormalised log-probabilities; the search renormalises over legal actions"""

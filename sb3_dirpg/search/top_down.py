@@ -1,0 +1,472 @@
+"""Lazy top-down A* sampling of trajectories (Algorithms 1 and 2 of the DirPG paper), in lockstep over a batch.
+
+Every search of the batch pops one region per iteration; the simulator steps all popped regions together and the
+policy is evaluated once per iteration on every popped node that has not been evaluated yet.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from sb3_dirpg.search.gumbel import masked_log_softmax, masked_logsumexp, sample_gumbel, truncated_gumbel
+from sb3_dirpg.search.protocols import BatchSimulator, PolicyFunction, Transitions
+from sb3_dirpg.search.tree import SearchTree
+
+PRIORITIES = ("gumbel", "astar")
+_OPT, _DIR, _DONE = 0, 1, 2
+
+
+@dataclass(frozen=True)
+class SearchConfig:
+    """Settings of one DirPG search.
+
+    :param epsilon: the ε of the direct objective ``D = G + ε·R`` (non-zero; negative is risk averse)
+    :param budget: environment interactions allowed for the ``a_dir`` search, after the ``T`` spent on ``a_opt``
+    :param priority: ``"gumbel"`` (priority ``G``) or ``"astar"`` (priority ``G + ε·(L + α·U)``)
+    :param alpha: weight of the heuristic bound in the ``"astar"`` priority, in [0, 1]
+    :param prune: drop regions whose bound on ``D`` cannot beat the best ``D`` found so far
+    :param early_stop: stop at the first trajectory with ``D > D(a_opt)``
+    :param gamma: discount of the return
+    :param horizon: maximum trajectory length (a trajectory is cut there), or None to rely on the simulator
+    :param max_trajectories: stop a search after this many complete trajectories (Gumbel top-K), or None
+    :param record_trajectories: keep every complete trajectory (leaf, G, return, D) in the result
+    """
+
+    epsilon: float = 1.0
+    budget: int = 100
+    priority: str = "gumbel"
+    alpha: float = 0.0
+    prune: bool = True
+    early_stop: bool = True
+    gamma: float = 1.0
+    horizon: int | None = None
+    max_trajectories: int | None = None
+    record_trajectories: bool = False
+
+    def __post_init__(self) -> None:
+        if not np.isfinite(self.epsilon) or self.epsilon == 0:
+            raise ValueError(f"epsilon must be a finite non-zero number (negative is risk averse), got {self.epsilon!r}")
+        if int(self.budget) != self.budget or self.budget < 0:
+            raise ValueError(f"search budget must be a non-negative integer number of interactions, got {self.budget!r}")
+        if self.priority not in PRIORITIES:
+            raise ValueError(f"priority must be one of {PRIORITIES}, got {self.priority!r}")
+        if not 0.0 <= self.alpha <= 1.0:
+            raise ValueError(f"alpha must lie in [0, 1] (1 is A*, 0 ignores the heuristic), got {self.alpha!r}")
+        if not 0.0 < self.gamma <= 1.0:
+            raise ValueError(f"gamma must lie in (0, 1], got {self.gamma!r}")
+        if self.horizon is not None and self.horizon < 1:
+            raise ValueError(f"horizon must be a positive number of steps or None, got {self.horizon!r}")
+        if self.max_trajectories is not None and self.max_trajectories < 1:
+            raise ValueError(f"max_trajectories must be positive or None, got {self.max_trajectories!r}")
+
+
+@dataclass
+class CompletedTrajectory:
+    """A trajectory yielded by the search.
+
+    :param leaf: id of its last node in the tree
+    :param g: its Gumbel ``G(a) = log P(a) + Γ(a)``
+    :param ret: its discounted return
+    :param d: its direct objective ``G + ε·R``
+    """
+
+    leaf: int
+    g: float
+    ret: float
+    d: float
+
+
+@dataclass
+class EpisodeSearch:
+    """Outcome of the search of one episode.
+
+    :param seed: the episode's seed
+    :param opt_leaf: last node of ``a_opt`` (a sample of the policy)
+    :param dir_leaf: last node of ``a_dir`` (``opt_leaf`` when nothing improved)
+    :param g_opt: ``G(a_opt)``, distributed as ``Gumbel(0)``
+    :param return_opt: return of ``a_opt``
+    :param return_dir: return of ``a_dir``
+    :param d_opt: ``D(a_opt) = G(a_opt) + ε·R(a_opt)``
+    :param d_dir: ``D(a_dir)``
+    :param length_opt: number of actions of ``a_opt``
+    :param interactions: environment interactions spent, ``a_opt`` included
+    :param interactions_to_improvement: search interactions (after ``a_opt``) until the first improvement, or None
+    :param trajectories: number of complete trajectories found, ``a_opt`` included
+    :param pruned: number of regions pruned
+    :param recorded: every complete trajectory, in the order found (when ``record_trajectories``)
+    """
+
+    seed: int
+    opt_leaf: int = -1
+    dir_leaf: int = -1
+    g_opt: float = float("nan")
+    return_opt: float = float("nan")
+    return_dir: float = float("nan")
+    d_opt: float = float("nan")
+    d_dir: float = float("nan")
+    length_opt: int = 0
+    interactions: int = 0
+    interactions_to_improvement: int | None = None
+    trajectories: int = 0
+    pruned: int = 0
+    recorded: list[CompletedTrajectory] = field(default_factory=list)
+
+    @property
+    def improved(self) -> bool:
+        """:return: whether ``a_dir`` differs from ``a_opt``"""
+        return self.dir_leaf != self.opt_leaf
+
+
+@dataclass
+class UpdateSteps:
+    """The (state, action) pairs on which ``a_dir`` and ``a_opt`` differ, for all episodes of a batch.
+
+    ``sign`` is +1 for steps of ``a_dir`` and -1 for steps of ``a_opt``; shared prefixes are left out since their
+    log-probabilities cancel in ``log P(a_dir) - log P(a_opt)``.
+    """
+
+    obs: list
+    masks: np.ndarray
+    actions: np.ndarray
+    signs: np.ndarray
+    episodes: np.ndarray
+
+
+@dataclass
+class SearchResult:
+    """The tree and per-episode outcomes of a batch of searches."""
+
+    tree: SearchTree
+    episodes: list[EpisodeSearch]
+
+    def actions(self, leaf: int) -> list[int]:
+        """:param leaf: a node id
+        :return: the actions leading to it"""
+        return self.tree.actions(leaf)
+
+    def update_steps(self) -> UpdateSteps:
+        """:return: the steps where ``a_dir`` and ``a_opt`` differ, over all improved episodes"""
+        nodes, acts, signs, eps = [], [], [], []
+        for index, ep in enumerate(self.episodes):
+            if not ep.improved:
+                continue
+            path_opt, path_dir = self.tree.path(ep.opt_leaf), self.tree.path(ep.dir_leaf)
+            common = 0
+            while common < min(len(path_opt), len(path_dir)) and path_opt[common] == path_dir[common]:
+                common += 1
+            for path, sign in ((path_dir, 1.0), (path_opt, -1.0)):
+                for i in range(common - 1, len(path) - 1):
+                    nodes.append(path[i])
+                    acts.append(self.tree.nodes.action[path[i + 1]])
+                    signs.append(sign)
+                    eps.append(index)
+        nodes_arr = np.asarray(nodes, dtype=np.int64)
+        return UpdateSteps(
+            obs=[self.tree.obs[i] for i in nodes],
+            masks=self.tree.nodes.legal[nodes_arr],
+            actions=np.asarray(acts, dtype=np.int64),
+            signs=np.asarray(signs, dtype=np.float64),
+            episodes=np.asarray(eps, dtype=np.int64),
+        )
+
+
+def _check_masks(masks: np.ndarray, terminal: np.ndarray, episodes: np.ndarray, where: str) -> None:
+    empty = ~masks.any(axis=1) & ~terminal
+    if empty.any():
+        raise ValueError(
+            f"all-false action mask {where} (episode {int(episodes[np.argmax(empty)])}): every non-terminal state needs "
+            "at least one legal action; check the env's action_masks()"
+        )
+
+
+class TopDownSearch:
+    """Runs Algorithms 1 and 2 of the paper for a batch of episodes in lockstep.
+
+    :param simulator: steps snapshots (see :class:`~sb3_dirpg.search.protocols.BatchSimulator`)
+    :param policy_fn: observations and masks to logits (see :class:`~sb3_dirpg.search.protocols.PolicyFunction`)
+    :param config: search settings
+    """
+
+    def __init__(self, simulator: BatchSimulator, policy_fn: PolicyFunction, config: SearchConfig) -> None:
+        self.simulator = simulator
+        self.policy_fn = policy_fn
+        self.config = config
+        self.n_actions = int(simulator.n_actions)
+
+    # -- priorities and bounds, vectorised over regions ------------------------------------------------------
+
+    def _bound(self, tree: SearchTree, g: np.ndarray, nodes: np.ndarray) -> np.ndarray:
+        """Upper bound of ``D`` over the trajectories of regions with Gumbels ``g`` at ``nodes``."""
+        eps = self.config.epsilon
+        rest = tree.nodes.upper[nodes] if eps > 0 else tree.nodes.lower[nodes]
+        return g + eps * (tree.nodes.ret[nodes] + rest)
+
+    def _priority(self, tree: SearchTree, g: np.ndarray, nodes: np.ndarray, phase: int) -> np.ndarray:
+        cfg = self.config
+        if phase == _OPT or cfg.priority == "gumbel":
+            return g
+        prio = g + cfg.epsilon * tree.nodes.ret[nodes]
+        if cfg.alpha > 0:
+            rest = tree.nodes.upper[nodes] if cfg.epsilon > 0 else tree.nodes.lower[nodes]
+            prio = prio + cfg.epsilon * cfg.alpha * rest
+        return prio
+
+    def _push(
+        self,
+        tree: SearchTree,
+        regions: np.ndarray,
+        eps: np.ndarray,
+        heaps: list[list],
+        phase: list[int],
+        d_best: list[float],
+        results: list[EpisodeSearch],
+    ) -> None:
+        """Push regions onto the heaps of their episodes, pruning those that cannot beat the best ``D`` so far."""
+        if regions.size == 0:
+            return
+        g_arr = tree.regions.G[regions]
+        nodes = tree.regions.node[regions]
+        prio_dir = self._priority(tree, g_arr, nodes, _DIR).tolist()
+        bound = self._bound(tree, g_arr, nodes).tolist()
+        g = g_arr.tolist()
+        prune = self.config.prune
+        for i, (r, e) in enumerate(zip(regions.tolist(), eps.tolist())):
+            if phase[e] == _OPT:
+                heapq.heappush(heaps[e], (-g[i], bound[i], r))
+            elif prune and bound[i] <= d_best[e]:
+                results[e].pruned += 1
+            else:
+                heapq.heappush(heaps[e], (-prio_dir[i], bound[i], r))
+
+    def _reprioritise(self, tree: SearchTree, e: int, heaps: list[list], phase: list[int], d_best: list[float],
+                      results: list[EpisodeSearch]) -> None:  # fmt: skip
+        """Rebuild the heap of episode ``e`` with the ``a_dir`` priority."""
+        regions = np.fromiter((entry[2] for entry in heaps[e]), dtype=np.int64, count=len(heaps[e]))
+        heaps[e] = []
+        self._push(tree, regions, np.full(regions.size, e), heaps, phase, d_best, results)
+
+    # -- the search ------------------------------------------------------------------------------------------
+
+    def run(self, seeds: Sequence[int], rng: np.random.Generator) -> SearchResult:
+        """Search ``a_opt`` and ``a_dir`` for one episode per seed.
+
+        :param seeds: one seed per episode, passed to the simulator's reset
+        :param rng: source of the Gumbel noise and action sampling
+        :return: the tree and the per-episode outcomes
+        """
+        cfg = self.config
+        n_eps = len(seeds)
+        tree = SearchTree(self.n_actions, capacity=n_eps * (min(cfg.budget, 256) + (cfg.horizon or 32) + 1))
+        root = self.simulator.reset(seeds)
+        episodes_idx = np.arange(n_eps)
+        _check_masks(np.asarray(root.masks, dtype=bool), np.zeros(n_eps, bool), episodes_idx, "at the root")
+        lower, upper = self._bounds_of(root, np.zeros(n_eps, dtype=np.int64))
+        root_ids = tree.add_nodes(
+            episode=episodes_idx, parent=np.full(n_eps, -1), action=np.full(n_eps, -1), depth=np.zeros(n_eps, np.int64),
+            log_p=np.zeros(n_eps), ret=np.zeros(n_eps), terminal=np.zeros(n_eps, bool), legal=root.masks,
+            lower=lower, upper=upper, obs=root.obs, snapshots=root.snapshots,
+        )  # fmt: skip
+        g_root = sample_gumbel(rng, np.zeros(n_eps))
+        root_regions = tree.add_regions(root_ids, np.asarray(root.masks, dtype=bool), g_root)
+
+        results = [EpisodeSearch(seed=int(s)) for s in seeds]
+        heaps: list[list] = [[] for _ in range(n_eps)]
+        phase = [_OPT] * n_eps
+        d_best = [-np.inf] * n_eps
+        self._push(tree, root_regions, episodes_idx, heaps, phase, d_best, results)
+        search_interactions = np.zeros(n_eps, dtype=np.int64)
+
+        while True:
+            popped_eps, popped_regions = [], []
+            for e in range(n_eps):
+                if phase[e] == _DONE:
+                    continue
+                heap = heaps[e]
+                region = -1
+                while heap:
+                    _, bound, r = heapq.heappop(heap)
+                    if cfg.prune and phase[e] == _DIR and bound <= d_best[e]:
+                        results[e].pruned += 1
+                        continue
+                    region = r
+                    break
+                if region < 0:
+                    phase[e] = _DONE
+                    continue
+                popped_eps.append(e)
+                popped_regions.append(region)
+            if not popped_eps:
+                break
+            eps_arr = np.asarray(popped_eps, dtype=np.int64)
+            regs = np.asarray(popped_regions, dtype=np.int64)
+            self._expand(tree, eps_arr, regs, rng, results, heaps, phase, d_best, search_interactions)
+
+        for e, ep in enumerate(results):
+            ep.interactions = int(ep.length_opt + search_interactions[e])
+        return SearchResult(tree=tree, episodes=results)
+
+    def _bounds_of(self, trans: Transitions, depth: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        n = len(trans.obs)
+        lower = np.full(n, -np.inf) if trans.lower is None else np.asarray(trans.lower, dtype=np.float64)
+        upper = np.full(n, np.inf) if trans.upper is None else np.asarray(trans.upper, dtype=np.float64)
+        discount = self.config.gamma ** depth.astype(np.float64)
+        terminal = np.asarray(trans.terminal, dtype=bool)
+        return np.where(terminal, 0.0, discount * lower), np.where(terminal, 0.0, discount * upper)
+
+    def _evaluate(self, tree: SearchTree, nodes: np.ndarray) -> None:
+        todo = np.unique(nodes[~tree.nodes.evaluated[nodes]])
+        if todo.size == 0:
+            return
+        legal = tree.nodes.legal[todo]
+        logits = np.asarray(self.policy_fn([tree.obs[i] for i in todo], legal), dtype=np.float64)
+        tree.nodes.log_pi[todo] = masked_log_softmax(logits, legal)
+        tree.nodes.evaluated[todo] = True
+
+    def _expand(
+        self,
+        tree: SearchTree,
+        eps_arr: np.ndarray,
+        regs: np.ndarray,
+        rng: np.random.Generator,
+        results: list[EpisodeSearch],
+        heaps: list[list],
+        phase: list[int],
+        d_best: list[float],
+        search_interactions: np.ndarray,
+    ) -> None:
+        cfg = self.config
+        nodes = tree.regions.node[regs]
+        self._evaluate(tree, nodes)
+        legal_set = tree.regions.legal[regs]
+        log_pi = tree.nodes.log_pi[nodes]
+        g = tree.regions.G[regs]
+        rows = np.arange(len(regs))
+
+        # sample the next action within the region's legal set, proportionally to the policy
+        probs = np.where(legal_set, np.exp(log_pi), 0.0)
+        cum = np.cumsum(probs, axis=1)
+        total = cum[:, -1]
+        u = rng.random(len(regs)) * total
+        actions = np.where(total > 0, (cum > u[:, None]).argmax(axis=1), legal_set.argmax(axis=1))
+
+        # the remainder region (same prefix, the sampled action removed) gets a truncated Gumbel
+        rest = legal_set.copy()
+        rest[rows, actions] = False
+        has_rest = rest.any(axis=1)
+        mu = tree.nodes.log_p[nodes] + masked_logsumexp(log_pi, rest)
+        g_rest = truncated_gumbel(rng, mu, g)
+
+        # one environment interaction per popped region
+        trans = self.simulator.step([tree.snapshots[i] for i in nodes], actions, eps_arr)
+        parent_depth = tree.nodes.depth[nodes]
+        depth = parent_depth + 1
+        rewards = np.asarray(trans.rewards, dtype=np.float64)
+        terminal = np.asarray(trans.terminal, dtype=bool)
+        if cfg.horizon is not None:
+            terminal = terminal | (depth >= cfg.horizon)
+        masks = np.asarray(trans.masks, dtype=bool)
+        _check_masks(masks, terminal, eps_arr, "after a step")
+        reached = Transitions(trans.obs, rewards, terminal, masks, trans.snapshots, trans.lower, trans.upper)
+        lower, upper = self._bounds_of(reached, depth)
+        children = tree.add_nodes(
+            episode=eps_arr, parent=nodes, action=actions, depth=depth,
+            log_p=tree.nodes.log_p[nodes] + log_pi[rows, actions],
+            ret=tree.nodes.ret[nodes] + cfg.gamma ** parent_depth.astype(np.float64) * rewards,
+            terminal=terminal, legal=masks, lower=lower, upper=upper, obs=trans.obs, snapshots=trans.snapshots,
+        )  # fmt: skip
+        for e in eps_arr.tolist():
+            if phase[e] == _DIR:
+                search_interactions[e] += 1
+            else:
+                results[e].length_opt += 1
+
+        rest_regions = tree.add_regions(nodes[has_rest], rest[has_rest], g_rest[has_rest])
+        open_children = ~terminal
+        child_regions = tree.add_regions(children[open_children], masks[open_children], g[open_children])
+        self._push(tree, rest_regions, eps_arr[has_rest], heaps, phase, d_best, results)
+        self._push(tree, child_regions, eps_arr[open_children], heaps, phase, d_best, results)
+
+        returns = tree.nodes.ret[children]
+        d_values = g + cfg.epsilon * returns
+        for i in np.flatnonzero(terminal).tolist():
+            e = int(eps_arr[i])
+            self._on_trajectory(tree, e, int(children[i]), float(g[i]), float(returns[i]), float(d_values[i]),
+                                results, heaps, phase, d_best, search_interactions)  # fmt: skip
+        for e in eps_arr.tolist():
+            if phase[e] == _DIR and search_interactions[e] >= cfg.budget:
+                phase[e] = _DONE
+
+    def _on_trajectory(
+        self,
+        tree: SearchTree,
+        e: int,
+        leaf: int,
+        g: float,
+        ret: float,
+        d: float,
+        results: list[EpisodeSearch],
+        heaps: list[list],
+        phase: list[int],
+        d_best: list[float],
+        search_interactions: np.ndarray,
+    ) -> None:
+        cfg = self.config
+        ep = results[e]
+        ep.trajectories += 1
+        if cfg.record_trajectories:
+            ep.recorded.append(CompletedTrajectory(leaf=leaf, g=g, ret=ret, d=d))
+        if phase[e] == _OPT:
+            ep.opt_leaf = ep.dir_leaf = leaf
+            ep.g_opt, ep.return_opt, ep.return_dir, ep.d_opt, ep.d_dir = g, ret, ret, d, d
+            d_best[e] = d
+            phase[e] = _DIR
+            if cfg.priority != "gumbel":
+                self._reprioritise(tree, e, heaps, phase, d_best, results)
+        elif phase[e] == _DIR and d > d_best[e]:
+            if ep.interactions_to_improvement is None:
+                ep.interactions_to_improvement = int(search_interactions[e])
+            ep.dir_leaf, ep.return_dir, ep.d_dir = leaf, ret, d
+            d_best[e] = d
+            if cfg.early_stop and cfg.max_trajectories is None:
+                phase[e] = _DONE
+        if cfg.max_trajectories is not None and ep.trajectories >= cfg.max_trajectories:
+            phase[e] = _DONE
+
+
+def gumbel_top_k(
+    simulator: BatchSimulator,
+    policy_fn: PolicyFunction,
+    seeds: Sequence[int],
+    k: int,
+    rng: np.random.Generator,
+    gamma: float = 1.0,
+    horizon: int | None = None,
+    max_interactions: int | None = None,
+) -> list[list[tuple[list[int], float, float]]]:
+    """Sample ``k`` distinct trajectories per episode without replacement (Gumbel top-K), in descending ``G``.
+
+    This is the top-down search with priority ``G``, stopped after ``k`` complete trajectories.
+
+    :param simulator: the batch simulator
+    :param policy_fn: the policy function
+    :param seeds: one seed per episode
+    :param k: number of trajectories per episode
+    :param rng: source of randomness
+    :param gamma: discount of the returns reported
+    :param horizon: maximum trajectory length, or None
+    :param max_interactions: cap on the interactions per episode after the first trajectory, or None
+    :return: per episode, a list of ``(actions, G, return)`` in the order found (descending ``G``)
+    """
+    if k < 1:
+        raise ValueError(f"k must be at least 1, got {k!r}")
+    budget = np.iinfo(np.int64).max if max_interactions is None else max_interactions
+    config = SearchConfig(
+        epsilon=1.0, budget=budget, priority="gumbel", prune=False, early_stop=False, gamma=gamma, horizon=horizon,
+        max_trajectories=k, record_trajectories=True,
+    )  # fmt: skip
+    result = TopDownSearch(simulator, policy_fn, config).run(seeds, rng)
+    return [[(result.actions(t.leaf), t.g, t.ret) for t in ep.recorded] for ep in result.episodes]
