@@ -1,0 +1,124 @@
+"""MiniGrid wrappers for the paper's MultiRoom experiments (section 6, appendix E.3): observations and shaped rewards."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+from gymnasium import spaces
+
+DEFAULT_DOOR_REWARD = 30.0
+DEFAULT_GOAL_REWARD = 100.0
+DEFAULT_PICKUP_REWARD = 5.0
+
+
+class DirectionImageObs(gym.ObservationWrapper, gym.utils.RecordConstructorArgs):
+    """Keep MiniGrid's egocentric ``image`` (7 x 7 x 3 uint8 by default) and the agent's ``direction``; drop the mission.
+
+    The observation space is ``Dict(image=Box(0, 255, (V, V, 3), uint8), direction=Discrete(4))`` where V is the
+    env's ``agent_view_size``, which SB3's ``MultiInputPolicy`` accepts (the paper's policy takes the image and a
+    one-hot of the direction).
+
+    :param env: a MiniGrid env (possibly wrapped) whose observations are dicts with ``image`` and ``direction``
+    """
+
+    def __init__(self, env: gym.Env) -> None:
+        gym.utils.RecordConstructorArgs.__init__(self)
+        gym.ObservationWrapper.__init__(self, env)
+        inner = env.observation_space
+        if not isinstance(inner, spaces.Dict) or "image" not in inner.spaces or "direction" not in inner.spaces:
+            raise ValueError(f"DirectionImageObs needs a Dict observation space with 'image' and 'direction', got {inner}")
+        self.observation_space = spaces.Dict({"image": inner["image"], "direction": spaces.Discrete(4)})
+
+    def observation(self, observation: dict[str, Any]) -> dict[str, Any]:
+        """:param observation: MiniGrid's observation dict
+        :return: the dict without the mission string"""
+        return {"image": observation["image"], "direction": int(observation["direction"])}
+
+
+class MiniGridShapedReward(gym.Wrapper, gym.utils.RecordConstructorArgs):
+    """The paper authors' MiniGrid reward: intermediate rewards for doors and pickups, a fixed goal reward.
+
+    The reward of a step is the sum of
+
+    * ``+door_reward`` (default 30) when the step opens a door (also unlocking a locked door), ``-door_reward`` when it
+      closes an open door (so closing and re-opening nets 0);
+    * ``+pickup_reward`` (default 5) when the agent picks an object up, ``-pickup_reward`` when it drops one;
+    * ``+goal_reward`` (default 100) when MiniGrid reports success (a terminal step with positive reward, i.e. the
+      agent entered the goal in MultiRoom, DoorKey, Empty ...).
+
+    MiniGrid's own reward (``1 - 0.9 * step_count / max_steps`` on success) is replaced, and kept in
+    ``info["minigrid_reward"]``. Everything is computed by comparing the state before and after the step (the door
+    in front of the agent, which is the only one a step can toggle, and whether the agent carries something), so the
+    wrapper has no state of its own and needs nothing in a simulator snapshot.
+
+    :param env: a MiniGrid env (possibly wrapped)
+    :param door_reward: reward for opening a door (minus this for closing one)
+    :param goal_reward: reward for success
+    :param pickup_reward: reward for a pickup (minus this for a drop)
+    """
+
+    def __init__(
+        self,
+        env: gym.Env,
+        door_reward: float = DEFAULT_DOOR_REWARD,
+        goal_reward: float = DEFAULT_GOAL_REWARD,
+        pickup_reward: float = DEFAULT_PICKUP_REWARD,
+    ) -> None:
+        gym.utils.RecordConstructorArgs.__init__(
+            self, door_reward=door_reward, goal_reward=goal_reward, pickup_reward=pickup_reward
+        )
+        gym.Wrapper.__init__(self, env)
+        if not hasattr(env.unwrapped, "grid") or not hasattr(env.unwrapped, "carrying"):
+            raise ValueError(f"MiniGridShapedReward needs a MiniGrid env, got {env.unwrapped!r}")
+        self.door_reward = float(door_reward)
+        self.goal_reward = float(goal_reward)
+        self.pickup_reward = float(pickup_reward)
+
+    def step(self, action: int) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        """:param action: MiniGrid action
+        :return: observation, shaped reward, terminated, truncated, info (with ``minigrid_reward``)"""
+        base = self.env.unwrapped
+        front = base.grid.get(*base.front_pos)
+        door = front if front is not None and front.type == "door" else None
+        was_open = door is not None and door.is_open
+        was_carrying = base.carrying is not None
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        shaped = 0.0
+        if door is not None and door.is_open != was_open:
+            shaped += self.door_reward if door.is_open else -self.door_reward
+        carrying = base.carrying is not None
+        if carrying != was_carrying:
+            shaped += self.pickup_reward if carrying else -self.pickup_reward
+        if terminated and reward > 0:
+            shaped += self.goal_reward
+        info = dict(info)
+        info["minigrid_reward"] = reward
+        return obs, shaped, terminated, truncated, info
+
+
+def make_minigrid_env(
+    env_id: str,
+    shaped_reward: bool = True,
+    door_reward: float = DEFAULT_DOOR_REWARD,
+    goal_reward: float = DEFAULT_GOAL_REWARD,
+    pickup_reward: float = DEFAULT_PICKUP_REWARD,
+    **kwargs: Any,
+) -> gym.Env:
+    """``gym.make(env_id, **kwargs)``, then :class:`MiniGridShapedReward` (if ``shaped_reward``), then
+    :class:`DirectionImageObs`.
+
+    :param env_id: a registered MiniGrid id, e.g. ``"MiniGrid-MultiRoom-N6-v0"``
+    :param shaped_reward: replace MiniGrid's reward by the shaped one
+    :param door_reward: see :class:`MiniGridShapedReward`
+    :param goal_reward: see :class:`MiniGridShapedReward`
+    :param pickup_reward: see :class:`MiniGridShapedReward`
+    :param kwargs: passed to ``gym.make`` (e.g. ``max_steps``, ``render_mode``)
+    :return: the wrapped env
+    """
+    import minigrid  # noqa: F401  (registers the MiniGrid ids)
+
+    env = gym.make(env_id, **kwargs)
+    if shaped_reward:
+        env = MiniGridShapedReward(env, door_reward=door_reward, goal_reward=goal_reward, pickup_reward=pickup_reward)
+    return DirectionImageObs(env)

@@ -1,0 +1,1 @@
+"""Paper reproductions and benchmarks: ``python -m sb3_dirpg.experiments.NAME``."""

@@ -1,0 +1,148 @@
+"""Bounds on the shaped return-to-go in MiniGrid (MultiRoom, DoorKey, Empty): doors still closed and distance to the goal."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+
+from sb3_dirpg.envs.minigrid import (
+    DEFAULT_DOOR_REWARD,
+    DEFAULT_GOAL_REWARD,
+    DEFAULT_PICKUP_REWARD,
+    MiniGridShapedReward,
+)
+
+
+def _multiroom_class() -> type | None:
+    """:return: MiniGrid's ``MultiRoomEnv`` class, or None if it cannot be imported"""
+    try:
+        from minigrid.envs.multiroom import MultiRoomEnv
+    except ImportError:  # pragma: no cover - minigrid is a dependency
+        return None
+    return MultiRoomEnv
+
+
+_MULTIROOM = _multiroom_class()
+
+
+class MultiRoomBound:
+    """``(lower, upper)`` bounds on the discounted return-to-go under :class:`~sb3_dirpg.envs.MiniGridShapedReward`.
+
+    The return-to-go is ``r_t + gamma r_{t+1} + ...`` from the current state up to the end of the episode
+    (success, or MiniGrid's ``max_steps`` truncation). ``upper`` is admissible (``>=`` the best return-to-go of any
+    continuation) and ``lower`` is ``<=`` the return-to-go of *every* continuation (the bound to use when epsilon < 0).
+    With ``K = max_steps - step_count`` steps left and ``m(x)`` the Manhattan distance from the agent to cell ``x``,
+    an event at ``x`` (toggling the door at ``x``, picking up the object at ``x``, entering the goal ``x``) needs the
+    agent next to ``x``, so it happens at step index ``>= m(x) - 1`` (discount ``<= gamma^(m(x) - 1)``) and is
+    possible only if ``m(x) <= K``. Each step triggers at most one event.
+
+    * Goal: at most ``goal_reward * gamma^(m_goal - 1)`` (nearest goal cell), 0 if ``m_goal > K``.
+    * Doors: the toggle rewards of one door alternate in sign with decreasing discount, so a *closed* (or locked) door
+      contributes at most ``door_reward * gamma^(m - 1)`` and at least 0; an *open* door at most 0 and at least
+      ``-door_reward * gamma^(max(m - 1, 0))``. Doors with ``max(m - 1, 0) >= K`` contribute nothing.
+    * Pickups: pickups and drops alternate too: when not carrying, at most ``pickup_reward * gamma^(m_obj - 1)``
+      (nearest pickable object within reach) and at least 0; when carrying, at most 0 and at least ``-pickup_reward``.
+
+    ``upper`` sums the positive parts, ``lower`` the negative parts. In MultiRoom the door and goal positions come from
+    the env's room list (a few cell look-ups); for other MiniGrid envs the grid is scanned (slower, O(width * height)).
+    The bound is only valid for envs whose success is entering a ``Goal`` cell; an env without a goal raises.
+
+    :param gamma: discount in (0, 1]
+    :param door_reward: the wrapper's ``door_reward``
+    :param goal_reward: the wrapper's ``goal_reward``
+    :param pickup_reward: the wrapper's ``pickup_reward``
+    """
+
+    def __init__(
+        self,
+        gamma: float = 1.0,
+        door_reward: float = DEFAULT_DOOR_REWARD,
+        goal_reward: float = DEFAULT_GOAL_REWARD,
+        pickup_reward: float = DEFAULT_PICKUP_REWARD,
+    ) -> None:
+        if not 0.0 < gamma <= 1.0:
+            raise ValueError(f"gamma must be in (0, 1], got {gamma}")
+        if min(door_reward, goal_reward, pickup_reward) < 0:
+            raise ValueError("door_reward, goal_reward and pickup_reward must be non-negative")
+        self.gamma = float(gamma)
+        self.door_reward = float(door_reward)
+        self.goal_reward = float(goal_reward)
+        self.pickup_reward = float(pickup_reward)
+
+    @classmethod
+    def for_env(cls, env: gym.Env, gamma: float = 1.0) -> MultiRoomBound:
+        """Bound with the reward values of the :class:`MiniGridShapedReward` found in ``env``'s wrapper chain.
+
+        :param env: a wrapped MiniGrid env
+        :param gamma: discount in (0, 1]
+        :return: the bound
+        """
+        wrapper = env
+        while isinstance(wrapper, gym.Wrapper):
+            if isinstance(wrapper, MiniGridShapedReward):
+                return cls(gamma, wrapper.door_reward, wrapper.goal_reward, wrapper.pickup_reward)
+            wrapper = wrapper.env
+        raise ValueError(f"no MiniGridShapedReward in the wrapper chain of {env}")
+
+    def _scan(self, base: gym.Env) -> tuple[list[tuple[int, int, bool]], list[tuple[int, int]], list[tuple[int, int]]]:
+        """Find doors, goals and pickable objects.
+
+        :param base: the unwrapped MiniGrid env
+        :return: doors ``(x, y, is_open)``, goal cells ``(x, y)``, pickable objects ``(x, y)``
+        """
+        grid = base.grid
+        if _MULTIROOM is not None and isinstance(base, _MULTIROOM):
+            width, cells = grid.width, grid.grid
+            doors = []
+            for room in base.rooms[1:]:
+                x, y = int(room.entryDoorPos[0]), int(room.entryDoorPos[1])
+                doors.append((x, y, cells[y * width + x].is_open))
+            return doors, [(int(base.goal_pos[0]), int(base.goal_pos[1]))], []
+        doors, goals, pickables = [], [], []
+        width = grid.width
+        for k, cell in enumerate(grid.grid):
+            if cell is None:
+                continue
+            kind = cell.type
+            if kind == "wall":
+                continue
+            x, y = k % width, k // width
+            if kind == "door":
+                doors.append((x, y, cell.is_open))
+            elif kind == "goal":
+                goals.append((x, y))
+            elif cell.can_pickup():
+                pickables.append((x, y))
+        return doors, goals, pickables
+
+    def __call__(self, env: gym.Env) -> tuple[float, float]:
+        """:param env: a MiniGrid env (possibly wrapped) in the state to bound
+        :return: ``(lower, upper)`` bounds on the discounted return-to-go"""
+        base = env.unwrapped
+        steps_left = base.max_steps - base.step_count
+        if steps_left <= 0:
+            return 0.0, 0.0
+        doors, goals, pickables = self._scan(base)
+        if not goals:
+            raise ValueError(f"MultiRoomBound needs a Goal cell in the grid of {type(base).__name__}")
+        ax, ay = int(base.agent_pos[0]), int(base.agent_pos[1])
+        gamma = self.gamma
+        m_goal = min(abs(ax - x) + abs(ay - y) for x, y in goals)
+        if m_goal == 0:  # standing on the goal: the episode is over
+            return 0.0, 0.0
+        upper = self.goal_reward * gamma ** (m_goal - 1) if m_goal <= steps_left else 0.0
+        lower = 0.0
+        for x, y, is_open in doors:
+            first = max(abs(ax - x) + abs(ay - y) - 1, 0)
+            if first >= steps_left:
+                continue
+            if is_open:
+                lower -= self.door_reward * gamma**first
+            else:
+                upper += self.door_reward * gamma**first
+        if base.carrying is not None:
+            lower -= self.pickup_reward
+        elif pickables:
+            first = min(abs(ax - x) + abs(ay - y) for x, y in pickables) - 1
+            if first < steps_left:
+                upper += self.pickup_reward * gamma**first
+        return float(lower), float(upper)

@@ -1,0 +1,215 @@
+"""Admissibility of the MiniGrid return-to-go bounds, checked against exhaustive search over all reachable states."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+import pytest
+
+import sb3_dirpg.envs  # noqa: F401  (registers the envs)
+from sb3_dirpg.envs import make_minigrid_env
+from sb3_dirpg.heuristics import MultiRoomBound
+
+GAMMAS = (1.0, 0.99)
+N_ACTIONS = 7  # every MiniGrid action, including the no-ops (pickup/drop/done where nothing happens)
+
+
+class MiniGridTestCloner:
+    """Test-local exact snapshot/restore of a MiniGrid env without stochastic dynamics (agent, grid cells, objects).
+
+    Independent of the package's simulator so that the search below does not trust the code under test.
+    """
+
+    def __init__(self, base) -> None:
+        self.base = base
+        self.objects = [obj for obj in base.grid.grid if obj is not None and obj.type != "wall"]
+        if base.carrying is not None:
+            self.objects.append(base.carrying)
+
+    def snapshot(self) -> tuple:
+        b = self.base
+        return (
+            tuple(int(c) for c in b.agent_pos),
+            b.agent_dir,
+            b.step_count,
+            b.carrying,
+            list(b.grid.grid),
+            [obj.__dict__.copy() for obj in self.objects],
+        )
+
+    def restore(self, state: tuple) -> None:
+        b = self.base
+        b.agent_pos, b.agent_dir, b.step_count, b.carrying = state[:4]
+        b.grid.grid[:] = state[4]
+        for obj, attrs in zip(self.objects, state[5]):
+            obj.__dict__.update(attrs)
+
+    def key(self) -> tuple:
+        """Everything the future depends on (the memo key of the exhaustive search)."""
+        b = self.base
+        parts = []
+        for obj in self.objects:
+            if obj.type == "door":
+                parts.append((obj.is_open, obj.is_locked))
+            elif obj.can_pickup():
+                parts.append(None if obj.cur_pos is None else tuple(int(c) for c in obj.cur_pos))
+        carrying = None if b.carrying is None else self.objects.index(b.carrying)
+        return (int(b.agent_pos[0]), int(b.agent_pos[1]), b.agent_dir, b.step_count, carrying, tuple(parts))
+
+
+@dataclass
+class StateRecord:
+    """Exact best/worst return-to-go of one reachable state (per gamma) and the bounds there."""
+
+    best: np.ndarray
+    worst: np.ndarray
+    bounds: dict[str, np.ndarray] = field(default_factory=dict)  # name -> array (len(GAMMAS), 2) of (lower, upper)
+
+
+def exhaustive_search(env, bounds: dict[str, Callable]) -> dict[tuple, StateRecord]:
+    """Best and worst discounted return-to-go of every state reachable from the env's current state.
+
+    :param env: the wrapped MiniGrid env (shaped reward), just reset
+    :param bounds: name -> function(env, gamma) -> (lower, upper), evaluated at every reachable non-terminal state
+    :return: memo key -> record
+    """
+    cloner = MiniGridTestCloner(env.unwrapped)
+    gammas = np.array(GAMMAS)
+    memo: dict[tuple, StateRecord] = {}
+
+    def visit() -> StateRecord:
+        key = cloner.key()
+        if key in memo:
+            return memo[key]
+        record = StateRecord(best=np.full(len(GAMMAS), -np.inf), worst=np.full(len(GAMMAS), np.inf))
+        record.bounds = {name: np.array([fn(env, g) for g in GAMMAS], dtype=float) for name, fn in bounds.items()}
+        snap = cloner.snapshot()
+        for action in range(N_ACTIONS):
+            cloner.restore(snap)
+            _, reward, terminated, truncated, _ = env.step(action)
+            future = StateRecord(np.zeros(len(GAMMAS)), np.zeros(len(GAMMAS))) if terminated or truncated else visit()
+            record.best = np.maximum(record.best, reward + gammas * future.best)
+            record.worst = np.minimum(record.worst, reward + gammas * future.worst)
+        cloner.restore(snap)
+        memo[key] = record
+        return record
+
+    visit()
+    return memo
+
+
+def as_pair(value: float | tuple[float, float]) -> tuple[float, float]:
+    return (-np.inf, float(value)) if np.isscalar(value) else (float(value[0]), float(value[1]))
+
+
+def bound_fn(scale: float = 1.0) -> Callable:
+    def fn(env, gamma: float) -> tuple[float, float]:
+        lower, upper = as_pair(MultiRoomBound.for_env(env, gamma)(env))
+        return lower, scale * upper
+
+    return fn
+
+
+def off_by_one_goal_bound(env, gamma: float) -> tuple[float, float]:
+    """A plausible mistake: discounting the goal reward by gamma^manhattan instead of gamma^(manhattan - 1)."""
+    lower, upper = as_pair(MultiRoomBound(gamma)(env))
+    base = env.unwrapped
+    m_goal = abs(int(base.agent_pos[0]) - int(base.goal_pos[0])) + abs(int(base.agent_pos[1]) - int(base.goal_pos[1]))
+    if m_goal <= base.max_steps - base.step_count:
+        upper -= 100.0 * gamma ** (m_goal - 1) * (1 - gamma)
+    return lower, upper
+
+
+# MultiRoom-N2-S4 maps: eight seeds at horizon 16; DoorKey-5x5 (key pickup, locked door) at horizon 14; Empty-5x5.
+CASES = [("MiniGrid-MultiRoom-N2-S4-v0", seed, 16) for seed in range(8)]
+CASES += [("MiniGrid-DoorKey-5x5-v0", seed, 14) for seed in range(2)]
+CASES += [("MiniGrid-Empty-5x5-v0", 0, 12)]
+
+
+@pytest.fixture(scope="module")
+def searched() -> dict[tuple, dict[tuple, StateRecord]]:
+    """Exhaustive search of every case once, with the real bound and the deliberately wrong ones."""
+    results = {}
+    for env_id, seed, horizon in CASES:
+        env = make_minigrid_env(env_id, max_steps=horizon)
+        env.reset(seed=seed)
+        bounds = {"bound": bound_fn(), "half": bound_fn(0.5)}
+        if "MultiRoom" in env_id:
+            bounds["off_by_one"] = off_by_one_goal_bound
+        results[(env_id, seed, horizon)] = exhaustive_search(env, bounds)
+    return results
+
+
+def violations(memo: dict[tuple, StateRecord], name: str, tol: float = 1e-9) -> tuple[int, int]:
+    """:return: number of (state, gamma) pairs where upper < best, and where lower > worst"""
+    upper_bad = lower_bad = 0
+    for record in memo.values():
+        lower, upper = record.bounds[name][:, 0], record.bounds[name][:, 1]
+        upper_bad += int(np.sum(upper < record.best - tol))
+        lower_bad += int(np.sum(lower > record.worst + tol))
+    return upper_bad, lower_bad
+
+
+def test_test_cloner_matches_deepcopy() -> None:
+    """The search's own snapshot/restore reproduces a deepcopy of the env under random branching."""
+    rng = np.random.default_rng(0)
+    for env_id, seed in (("MiniGrid-MultiRoom-N2-S4-v0", 1), ("MiniGrid-DoorKey-5x5-v0", 0)):
+        env = make_minigrid_env(env_id, max_steps=200)
+        env.reset(seed=seed)
+        cloner = MiniGridTestCloner(env.unwrapped)
+        for _ in range(20):
+            for action in rng.integers(N_ACTIONS, size=rng.integers(0, 8)):
+                env.step(int(action))
+            snap, reference = cloner.snapshot(), copy.deepcopy(env)
+            for action in rng.integers(N_ACTIONS, size=10):
+                env.step(int(action))
+            cloner.restore(snap)
+            for action in rng.integers(N_ACTIONS, size=10):
+                obs, reward, term, trunc, _ = env.step(int(action))
+                ref_obs, ref_reward, ref_term, ref_trunc, _ = reference.step(int(action))
+                assert np.array_equal(obs["image"], ref_obs["image"]) and obs["direction"] == ref_obs["direction"]
+                assert (reward, term, trunc) == (ref_reward, ref_term, ref_trunc)
+                if term:
+                    break
+            cloner.restore(snap)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[f"{e}-seed{s}-T{h}" for e, s, h in CASES])
+def test_bound_is_admissible(searched, case) -> None:
+    """upper >= best return-to-go and lower <= worst return-to-go at every reachable state, for gamma 1 and 0.99."""
+    memo = searched[case]
+    assert len(memo) > 50
+    assert violations(memo, "bound") == (0, 0)
+    best_at_start = max(record.best[0] for record in memo.values())
+    assert best_at_start >= 100.0, "the goal must be reachable within the horizon, or the goal term is never tested"
+
+
+def test_bound_is_tight_somewhere(searched) -> None:
+    """Next to the goal, facing it, with all doors open, the bound equals the true value (gamma = 1)."""
+    memo = searched[CASES[0]]
+    assert any(abs(r.bounds["bound"][0, 1] - r.best[0]) < 1e-9 and r.best[0] >= 100.0 for r in memo.values())
+
+
+def test_check_catches_too_small_bounds(searched) -> None:
+    """The same check fails for half the bound, for a goal discount off by one step at gamma = 0.99, and for a lower
+    bound of 0 (some continuations lose reward by closing doors or dropping the key)."""
+    multiroom = [searched[c] for c in CASES if "MultiRoom" in c[0]]
+    assert all(violations(memo, "half")[0] > 0 for memo in searched.values())
+    assert sum(violations(memo, "off_by_one")[0] for memo in multiroom) > 0
+    with_doors = [memo for (env_id, _, _), memo in searched.items() if "Empty" not in env_id]
+    assert all(any(record.worst[0] < 0 for record in memo.values()) for memo in with_doors)
+
+
+def test_bound_degenerate_states() -> None:
+    """No steps left: both bounds are 0. A bad gamma is rejected."""
+    env = make_minigrid_env("MiniGrid-MultiRoom-N2-S4-v0", max_steps=16)
+    env.reset(seed=0)
+    env.unwrapped.step_count = 16
+    assert MultiRoomBound(0.9)(env) == (0.0, 0.0)
+    with pytest.raises(ValueError):
+        MultiRoomBound(gamma=0.0)
+    with pytest.raises(ValueError):
+        MultiRoomBound.for_env(env.unwrapped)
