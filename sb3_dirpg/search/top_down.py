@@ -7,7 +7,7 @@ policy is evaluated once per iteration on every popped node that has not been ev
 from __future__ import annotations
 
 import heapq
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -138,10 +138,11 @@ class UpdateSteps:
 
 @dataclass
 class SearchResult:
-    """The tree and per-episode outcomes of a batch of searches."""
+    """The tree and per-episode outcomes of a batch of searches (``stopped``: interrupted by ``on_iteration``)."""
 
     tree: SearchTree
     episodes: list[EpisodeSearch]
+    stopped: bool = False
 
     def actions(self, leaf: int) -> list[int]:
         """:param leaf: a node id
@@ -251,11 +252,15 @@ class TopDownSearch:
 
     # -- the search ------------------------------------------------------------------------------------------
 
-    def run(self, seeds: Sequence[int], rng: np.random.Generator) -> SearchResult:
+    def run(
+        self, seeds: Sequence[int], rng: np.random.Generator, on_iteration: Callable[[int], bool] | None = None
+    ) -> SearchResult:
         """Search ``a_opt`` and ``a_dir`` for one episode per seed.
 
         :param seeds: one seed per episode, passed to the simulator's reset
         :param rng: source of the Gumbel noise and action sampling
+        :param on_iteration: called after every lockstep iteration with the number of interactions it made;
+            returning False stops every search of the batch (``SearchResult.stopped`` is then True)
         :return: the tree and the per-episode outcomes
         """
         cfg = self.config
@@ -267,7 +272,7 @@ class TopDownSearch:
         lower, upper = self._bounds_of(root, np.zeros(n_eps, dtype=np.int64))
         root_ids = tree.add_nodes(
             episode=episodes_idx, parent=np.full(n_eps, -1), action=np.full(n_eps, -1), depth=np.zeros(n_eps, np.int64),
-            log_p=np.zeros(n_eps), ret=np.zeros(n_eps), terminal=np.zeros(n_eps, bool), legal=root.masks,
+            log_p=np.zeros(n_eps), reward=np.zeros(n_eps), ret=np.zeros(n_eps), terminal=np.zeros(n_eps, bool), legal=root.masks,
             lower=lower, upper=upper, obs=root.obs, snapshots=root.snapshots,
         )  # fmt: skip
         g_root = sample_gumbel(rng, np.zeros(n_eps))
@@ -279,6 +284,7 @@ class TopDownSearch:
         d_best = [-np.inf] * n_eps
         self._push(tree, root_regions, episodes_idx, heaps, phase, d_best, results)
         search_interactions = np.zeros(n_eps, dtype=np.int64)
+        stopped = False
 
         while True:
             popped_eps, popped_regions = [], []
@@ -304,10 +310,13 @@ class TopDownSearch:
             eps_arr = np.asarray(popped_eps, dtype=np.int64)
             regs = np.asarray(popped_regions, dtype=np.int64)
             self._expand(tree, eps_arr, regs, rng, results, heaps, phase, d_best, search_interactions)
+            if on_iteration is not None and on_iteration(len(popped_eps)) is False:
+                stopped = True
+                break
 
         for e, ep in enumerate(results):
             ep.interactions = int(ep.length_opt + search_interactions[e])
-        return SearchResult(tree=tree, episodes=results)
+        return SearchResult(tree=tree, episodes=results, stopped=stopped)
 
     def _bounds_of(self, trans: Transitions, depth: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         n = len(trans.obs)
@@ -374,7 +383,7 @@ class TopDownSearch:
         lower, upper = self._bounds_of(reached, depth)
         children = tree.add_nodes(
             episode=eps_arr, parent=nodes, action=actions, depth=depth,
-            log_p=tree.nodes.log_p[nodes] + log_pi[rows, actions],
+            log_p=tree.nodes.log_p[nodes] + log_pi[rows, actions], reward=rewards,
             ret=tree.nodes.ret[nodes] + cfg.gamma ** parent_depth.astype(np.float64) * rewards,
             terminal=terminal, legal=masks, lower=lower, upper=upper, obs=trans.obs, snapshots=trans.snapshots,
         )  # fmt: skip

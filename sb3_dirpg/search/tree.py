@@ -54,6 +54,7 @@ class SearchTree:
                 "action": (np.int64, (), -1),
                 "depth": (np.int64, (), 0),
                 "log_p": (np.float64, (), 0.0),
+                "reward": (np.float64, (), 0.0),
                 "ret": (np.float64, (), 0.0),
                 "lower": (np.float64, (), -np.inf),
                 "upper": (np.float64, (), np.inf),
@@ -78,6 +79,7 @@ class SearchTree:
         action: np.ndarray,
         depth: np.ndarray,
         log_p: np.ndarray,
+        reward: np.ndarray,
         ret: np.ndarray,
         terminal: np.ndarray,
         legal: np.ndarray,
@@ -93,7 +95,7 @@ class SearchTree:
         ids = self.nodes.allocate(len(episode))
         n = self.nodes
         n.episode[ids], n.parent[ids], n.action[ids], n.depth[ids] = episode, parent, action, depth
-        n.log_p[ids], n.ret[ids], n.terminal[ids], n.legal[ids] = log_p, ret, terminal, legal
+        n.log_p[ids], n.reward[ids], n.ret[ids], n.terminal[ids], n.legal[ids] = log_p, reward, ret, terminal, legal
         n.lower[ids], n.upper[ids] = lower, upper
         self.obs.extend(obs)
         self.snapshots.extend(snapshots)
@@ -119,6 +121,11 @@ class SearchTree:
         while parent[out[-1]] >= 0:
             out.append(int(parent[out[-1]]))
         return out[::-1]
+
+    def undiscounted_return(self, leaf: int) -> float:
+        """:param leaf: a node id
+        :return: the plain sum of the rewards from the root to ``leaf``"""
+        return float(self.nodes.reward[self.path(leaf)].sum())
 
     def actions(self, leaf: int) -> list[int]:
         """The action sequence that leads from the root to ``leaf``.

@@ -1,0 +1,306 @@
+"""Shared machinery of the simulator-based algorithms (DirPG and its baselines): env checks, simulators,
+episode seeding, batched policy evaluation, the learn loop, logging and prediction with action masks."""
+
+from __future__ import annotations
+
+import sys
+import time
+from abc import abstractmethod
+from typing import Any, ClassVar, TypeVar
+
+import numpy as np
+import torch as th
+from gymnasium import spaces
+from stable_baselines3.common.base_class import BaseAlgorithm
+from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.policies import BasePolicy
+from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, Schedule
+from stable_baselines3.common.utils import obs_as_tensor, safe_mean
+
+from sb3_dirpg.policies import CnnPolicy, DirPGPolicy, MlpPolicy, MultiInputPolicy
+from sb3_dirpg.vec_simulator import Heuristic, VecSimulator, check_vec_env, observation_transform, stack_observations
+
+SelfSimulatorAlgorithm = TypeVar("SelfSimulatorAlgorithm", bound="SimulatorAlgorithm")
+
+
+class SimulatorAlgorithm(BaseAlgorithm):
+    """Base class of algorithms that learn from seeded, snapshot-able simulators instead of a rollout buffer.
+
+    Each learn iteration draws ``batch_episodes`` episode seeds from the algorithm's seeded RNG, runs the subclass's
+    collection for those episodes on the simulators built from the VecEnv's sub-envs, and makes one update.
+    ``num_timesteps`` counts every environment interaction; ``callback.on_step()`` is called once per lockstep
+    iteration of the collection.
+
+    :param policy: policy class or alias (``MlpPolicy``, ``CnnPolicy``, ``MultiInputPolicy``)
+    :param env: env, VecEnv (``DummyVecEnv``) or registered env id
+    :param learning_rate: learning rate or schedule
+    :param batch_episodes: episodes collected together per update (None: ``max(8, n_envs)``)
+    :param max_episode_steps: cut trajectories after this many steps (needed when the env has no time limit)
+    :param gamma: discount factor of the return
+    :param heuristic: bound on the return-to-go (used by DirPG's search); see :class:`sb3_dirpg.VecSimulator`
+    :param max_grad_norm: clip the gradient norm of each update to this value, or None
+    :param policy_kwargs: keyword arguments of the policy
+    :param stats_window_size: episodes averaged in ``rollout/`` statistics
+    :param tensorboard_log: tensorboard log folder, or None
+    :param seed: seed of the policy initialisation, the episode seeds and the search noise
+    :param verbose: 0 silent, 1 training logs, 2 debug
+    :param device: torch device
+    :param _init_setup_model: build the networks now (False when loading)
+    """
+
+    policy_aliases: ClassVar[dict[str, type[BasePolicy]]] = {
+        "MlpPolicy": MlpPolicy,
+        "CnnPolicy": CnnPolicy,
+        "MultiInputPolicy": MultiInputPolicy,
+    }
+    policy: DirPGPolicy
+    DEFAULT_BATCH_EPISODES = 8
+
+    def __init__(
+        self,
+        policy: str | type[DirPGPolicy],
+        env: GymEnv | str | None,
+        learning_rate: float | Schedule = 1e-3,
+        batch_episodes: int | None = None,
+        max_episode_steps: int | None = None,
+        gamma: float = 1.0,
+        heuristic: Heuristic | None = None,
+        max_grad_norm: float | None = None,
+        policy_kwargs: dict[str, Any] | None = None,
+        stats_window_size: int = 100,
+        tensorboard_log: str | None = None,
+        seed: int | None = None,
+        verbose: int = 0,
+        device: th.device | str = "auto",
+        _init_setup_model: bool = True,
+    ) -> None:
+        name = type(self).__name__
+        if batch_episodes is not None and (int(batch_episodes) != batch_episodes or batch_episodes < 1):
+            raise ValueError(f"{name}: batch_episodes must be a positive integer or None, got {batch_episodes!r}")
+        if max_episode_steps is not None and (int(max_episode_steps) != max_episode_steps or max_episode_steps < 1):
+            raise ValueError(f"{name}: max_episode_steps must be a positive integer or None, got {max_episode_steps!r}")
+        if not 0.0 < gamma <= 1.0:
+            raise ValueError(f"{name}: gamma must lie in (0, 1], got {gamma!r}")
+        if heuristic is not None and not callable(heuristic):
+            raise ValueError(f"{name}: heuristic must be a callable heuristic(env) -> upper or (lower, upper), got {heuristic!r}")
+        if max_grad_norm is not None and not max_grad_norm > 0:
+            raise ValueError(f"{name}: max_grad_norm must be positive or None, got {max_grad_norm!r}")
+        super().__init__(
+            policy=policy,
+            env=env,
+            learning_rate=learning_rate,
+            policy_kwargs=policy_kwargs,
+            stats_window_size=stats_window_size,
+            tensorboard_log=tensorboard_log,
+            verbose=verbose,
+            device=device,
+            support_multi_env=True,
+            seed=seed,
+            supported_action_spaces=None,
+        )
+        self.batch_episodes = batch_episodes
+        self.max_episode_steps = max_episode_steps
+        self.gamma = gamma
+        self.heuristic = heuristic
+        self.max_grad_norm = max_grad_norm
+        self.simulator: VecSimulator | None = None
+        if self.env is not None:
+            self._check_env_spaces()
+        if _init_setup_model:
+            self._setup_model()
+
+    # -- setup -----------------------------------------------------------------------------------------------
+
+    def _check_env_spaces(self) -> None:
+        name = type(self).__name__
+        if not isinstance(self.action_space, spaces.Discrete):
+            raise ValueError(
+                f"{name} only supports Discrete action spaces, got {self.action_space}; "
+                "discretise the actions (e.g. with a gymnasium ActionWrapper) to use it"
+            )
+        check_vec_env(self.env, name)
+
+    def _setup_model(self) -> None:
+        self._setup_lr_schedule()
+        self.set_random_seed(self.seed)
+        seeds = np.random.SeedSequence(self.seed).spawn(2)
+        self._episode_rng = np.random.default_rng(seeds[0])
+        self._search_rng = np.random.default_rng(seeds[1])
+        self.policy = self.policy_class(self.observation_space, self.action_space, self.lr_schedule, **self.policy_kwargs)
+        self.policy = self.policy.to(self.device)
+        if self.env is not None:
+            self._setup_simulator()
+
+    def _setup_simulator(self) -> None:
+        """Build the simulators from the VecEnv (this runs their determinism self-check)."""
+        name = type(self).__name__
+        self.simulator = VecSimulator.from_vec_env(self.env, self.heuristic, algo=name)
+        self._obs_transform = observation_transform(self.env)
+        if self.max_episode_steps is None and self.simulator.horizon is None:
+            raise ValueError(
+                f"{name}: the env {self._env_name()} has no time limit; pass max_episode_steps=... or wrap it in "
+                "gymnasium.wrappers.TimeLimit so that every trajectory of the search ends"
+            )
+        for sim in self.simulator.simulators:  # fail now, before any training work, if the env cannot be snapshot
+            sim.reset(seed=0)
+            sim.snapshot()
+
+    def _env_name(self) -> str:
+        sim = self.simulator.simulators[0] if self.simulator else None
+        spec = getattr(sim, "spec", None) if sim is not None else None
+        return repr(spec.id) if spec is not None else type(sim.unwrapped).__name__ if sim is not None else "?"
+
+    @property
+    def n_batch_episodes(self) -> int:
+        """:return: the number of episodes collected per update"""
+        return self.batch_episodes or max(self.DEFAULT_BATCH_EPISODES, self.n_envs)
+
+    @property
+    def horizon(self) -> int | None:
+        """:return: the step limit the collection uses (``max_episode_steps``, else the env's own), or None"""
+        if self.max_episode_steps is not None:
+            return self.max_episode_steps
+        return self.simulator.horizon if self.simulator is not None else None
+
+    def set_env(self, env: GymEnv, force_reset: bool = True) -> None:
+        """Use a new env (same spaces and number of sub-envs); its simulators are built and self-checked now.
+
+        :param env: the new env
+        :param force_reset: unused beyond SB3's meaning (the search resets every episode itself)
+        """
+        super().set_env(env, force_reset=force_reset)
+        self._check_env_spaces()
+        self._setup_simulator()
+
+    def _excluded_save_params(self) -> list[str]:
+        return [*super()._excluded_save_params(), "simulator", "_obs_transform"]
+
+    def _get_torch_save_params(self) -> tuple[list[str], list[str]]:
+        return ["policy", "policy.optimizer"], []
+
+    # -- policy evaluation -----------------------------------------------------------------------------------
+
+    def obs_to_policy_tensor(self, obs: list[Any]) -> th.Tensor | dict[str, th.Tensor]:
+        """:param obs: raw observations of single sub-envs
+        :return: the batch as the policy sees it (VecEnv observation transforms applied)"""
+        return obs_as_tensor(self._obs_transform(stack_observations(obs, self.simulator.simulators[0].observation_space)), self.device)
+
+    def policy_logits(self, obs: list[Any], masks: np.ndarray) -> np.ndarray:
+        """The search's policy function: one batched forward without gradients.
+
+        :param obs: raw observations
+        :param masks: legal actions (the search applies them)
+        :return: action logits, shape (n, n_actions)
+        """
+        with th.no_grad():
+            return self.policy.action_logits(self.obs_to_policy_tensor(obs)).cpu().numpy()
+
+    def _iteration_hook(self, callback: BaseCallback) -> Any:
+        """:return: a function that counts the interactions of one lockstep iteration and calls the callback"""
+
+        def on_iteration(n_interactions: int) -> bool:
+            self.num_timesteps += n_interactions
+            callback.update_locals({"n_interactions": n_interactions})
+            return callback.on_step()
+
+        return on_iteration
+
+    def predict(
+        self,
+        observation: np.ndarray | dict[str, np.ndarray],
+        state: tuple[np.ndarray, ...] | None = None,
+        episode_start: np.ndarray | None = None,
+        deterministic: bool = False,
+        action_masks: np.ndarray | None = None,
+    ) -> tuple[np.ndarray, tuple[np.ndarray, ...] | None]:
+        """Action(s) of the learned policy; no search or simulator is involved.
+
+        :param observation: observation(s)
+        :param state: unused (no recurrent state)
+        :param episode_start: unused
+        :param deterministic: take the most likely legal action
+        :param action_masks: legal actions (sb3-contrib convention), or None
+        :return: the actions and ``state``
+        """
+        return self.policy.predict(observation, state, episode_start, deterministic, action_masks=action_masks)
+
+    # -- learning --------------------------------------------------------------------------------------------
+
+    def _record_episode(self, ret: float, length: int) -> None:
+        self.ep_info_buffer.append({"r": ret, "l": length, "t": round(time.time() - self.start_time / 1e9, 6)})
+        self._episode_num += 1
+
+    def _optimizer_step(self, loss: th.Tensor) -> float:
+        """Back-propagate ``loss`` and step the policy's optimizer (with gradient clipping if set).
+
+        :param loss: the scalar loss
+        :return: the gradient norm before clipping
+        """
+        self._update_learning_rate(self.policy.optimizer)
+        self.policy.optimizer.zero_grad()
+        loss.backward()
+        max_norm = self.max_grad_norm if self.max_grad_norm is not None else float("inf")
+        grad_norm = float(th.nn.utils.clip_grad_norm_(self.policy.parameters(), max_norm))
+        self.policy.optimizer.step()
+        self._n_updates += 1
+        return grad_norm
+
+    @abstractmethod
+    def collect_and_train(self, callback: BaseCallback) -> bool:
+        """Collect one batch of episodes and make one update.
+
+        :param callback: the training callback
+        :return: False when the callback asked to stop (no update is made then)
+        """
+
+    def learn(
+        self: SelfSimulatorAlgorithm,
+        total_timesteps: int,
+        callback: MaybeCallback = None,
+        log_interval: int = 1,
+        tb_log_name: str = "run",
+        reset_num_timesteps: bool = True,
+        progress_bar: bool = False,
+    ) -> SelfSimulatorAlgorithm:
+        """Train for at least ``total_timesteps`` environment interactions.
+
+        :param total_timesteps: interactions to train for (every simulator step counts)
+        :param callback: callback(s) called once per lockstep iteration
+        :param log_interval: dump the logs every this many updates
+        :param tb_log_name: name of the tensorboard run
+        :param reset_num_timesteps: reset ``num_timesteps`` (False to continue a previous run)
+        :param progress_bar: show a progress bar (needs ``tqdm`` and ``rich``: ``pip install sb3-dirpg[extra]``)
+        :return: the trained model
+        """
+        if self.simulator is None:
+            raise ValueError(f"{type(self).__name__}.learn() needs an env: pass one to the constructor or call set_env()")
+        total_timesteps, callback = self._setup_learn(total_timesteps, callback, reset_num_timesteps, tb_log_name, progress_bar)
+        callback.on_training_start(locals(), globals())
+        iteration = 0
+        while self.num_timesteps < total_timesteps:
+            self.policy.set_training_mode(True)
+            if not self.collect_and_train(callback):
+                break
+            iteration += 1
+            self._update_current_progress_remaining(self.num_timesteps, total_timesteps)
+            if log_interval is not None and iteration % log_interval == 0:
+                self.dump_logs(iteration)
+        callback.on_training_end()
+        return self
+
+    def dump_logs(self, iteration: int = 0) -> None:
+        """Write the ``time/`` and ``rollout/`` statistics and dump every recorded value.
+
+        :param iteration: number of updates in this ``learn`` call
+        """
+        elapsed = max((time.time_ns() - self.start_time) / 1e9, sys.float_info.epsilon)
+        fps = int((self.num_timesteps - self._num_timesteps_at_start) / elapsed)
+        self.logger.record("time/iterations", iteration, exclude="tensorboard")
+        if self.ep_info_buffer:
+            self.logger.record("rollout/ep_rew_mean", safe_mean([ep["r"] for ep in self.ep_info_buffer]))
+            self.logger.record("rollout/ep_len_mean", safe_mean([ep["l"] for ep in self.ep_info_buffer]))
+        self.logger.record("time/fps", fps)
+        self.logger.record("time/time_elapsed", int(elapsed), exclude="tensorboard")
+        self.logger.record("time/total_timesteps", self.num_timesteps, exclude="tensorboard")
+        self.logger.record("time/episodes", self._episode_num, exclude="tensorboard")
+        self.logger.dump(step=self.num_timesteps)

@@ -1,0 +1,212 @@
+"""DirPG: Direct Policy Gradients (Lorberbom et al., NeurIPS 2020) as a Stable-Baselines3 algorithm."""
+
+from __future__ import annotations
+
+from typing import Any, TypeVar
+
+import numpy as np
+import torch as th
+from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, Schedule
+
+from sb3_dirpg.base import SimulatorAlgorithm
+from sb3_dirpg.policies import DirPGPolicy
+from sb3_dirpg.search import SearchConfig, SearchResult, TopDownSearch
+from sb3_dirpg.vec_simulator import Heuristic
+
+SelfDirPG = TypeVar("SelfDirPG", bound="DirPG")
+
+
+class DirPG(SimulatorAlgorithm):
+    """Direct Policy Gradients.
+
+    For every episode the environment's noise is fixed by a seeded reset. Lazy top-down A* sampling over the
+    simulator's trajectories finds ``a_opt`` (an exact sample of the policy, after ``T`` interactions) and then searches
+    up to ``search_budget`` more interactions for ``a_dir``, a trajectory with a larger direct objective
+    ``D = G + ε·R``. The update is ``(1/ε)·mean[∇log P(a_dir) − ∇log P(a_opt)]`` over the episodes of a batch, the
+    exact gradient of ``l(θ,ε) = E_S[(1/ε)·log E_a[exp(ε·R)]]``. When no episode of a batch improved, the update is
+    zero and the optimizer does not step (as in the authors' code; Adam's momentum would otherwise move the weights).
+
+    :param policy: policy class or alias (``MlpPolicy``, ``CnnPolicy``, ``MultiInputPolicy``)
+    :param env: env, DummyVecEnv or registered env id
+    :param learning_rate: learning rate or schedule
+    :param epsilon: ε of the direct objective, non-zero: > 0 seeks controllable risk, < 0 avoids it, → 0 is the
+        plain policy gradient
+    :param search_budget: environment interactions allowed per episode for the ``a_dir`` search, after ``a_opt``
+    :param priority: ``"gumbel"`` (priority ``G``) or ``"astar"`` (priority ``G + ε·(L + α·U)`` with the heuristic)
+    :param alpha: weight of the heuristic in the ``"astar"`` priority, in [0, 1] (1 is A*)
+    :param heuristic: ``heuristic(env) -> upper`` or ``(lower, upper)``: bounds on the discounted return-to-go from
+        the env's current state (discounted from that state); used for the ``"astar"`` priority and for pruning
+    :param prune: drop regions whose bound on ``D`` cannot beat the best ``D`` so far (needs an admissible heuristic)
+    :param early_stop: stop an episode's search at its first improvement over ``a_opt`` (appendix C)
+    :param batch_episodes: episodes searched in lockstep per update (None: ``max(8, n_envs)``)
+    :param max_episode_steps: cut trajectories after this many steps (needed when the env has no time limit)
+    :param gamma: discount of the return ``R``
+    :param max_grad_norm: clip the gradient norm of each update, or None
+    :param policy_kwargs: keyword arguments of the policy (``net_arch``, ``features_extractor_class``,
+        ``optimizer_class``, ...)
+    :param stats_window_size: episodes averaged in ``rollout/`` statistics
+    :param tensorboard_log: tensorboard log folder, or None
+    :param seed: seed of the policy initialisation, the episode seeds and the search noise
+    :param verbose: 0 silent, 1 training logs, 2 debug
+    :param device: torch device
+    :param _init_setup_model: build the networks now (False when loading)
+    """
+
+    def __init__(
+        self,
+        policy: str | type[DirPGPolicy],
+        env: GymEnv | str | None,
+        learning_rate: float | Schedule = 1e-3,
+        epsilon: float = 1.0,
+        search_budget: int = 100,
+        priority: str = "gumbel",
+        alpha: float = 0.0,
+        heuristic: Heuristic | None = None,
+        prune: bool = True,
+        early_stop: bool = True,
+        batch_episodes: int | None = None,
+        max_episode_steps: int | None = None,
+        gamma: float = 1.0,
+        max_grad_norm: float | None = None,
+        policy_kwargs: dict[str, Any] | None = None,
+        stats_window_size: int = 100,
+        tensorboard_log: str | None = None,
+        seed: int | None = None,
+        verbose: int = 0,
+        device: th.device | str = "auto",
+        _init_setup_model: bool = True,
+    ) -> None:
+        # validates ε, budget, priority and α before any env is built
+        SearchConfig(epsilon=epsilon, budget=search_budget, priority=priority, alpha=alpha, gamma=gamma)
+        if priority == "astar" and alpha > 0 and heuristic is None:
+            raise ValueError("DirPG: priority='astar' with alpha > 0 needs a heuristic(env) bound on the return-to-go")
+        self.epsilon = float(epsilon)
+        self.search_budget = int(search_budget)
+        self.priority = priority
+        self.alpha = float(alpha)
+        self.prune = prune
+        self.early_stop = early_stop
+        super().__init__(
+            policy,
+            env,
+            learning_rate=learning_rate,
+            batch_episodes=batch_episodes,
+            max_episode_steps=max_episode_steps,
+            gamma=gamma,
+            heuristic=heuristic,
+            max_grad_norm=max_grad_norm,
+            policy_kwargs=policy_kwargs,
+            stats_window_size=stats_window_size,
+            tensorboard_log=tensorboard_log,
+            seed=seed,
+            verbose=verbose,
+            device=device,
+            _init_setup_model=_init_setup_model,
+        )
+
+    def search_config(self, **overrides: Any) -> SearchConfig:
+        """:param overrides: fields to change
+        :return: the search settings of this model"""
+        settings = dict(
+            epsilon=self.epsilon, budget=self.search_budget, priority=self.priority, alpha=self.alpha,
+            prune=self.prune and self.heuristic is not None, early_stop=self.early_stop, gamma=self.gamma,
+            horizon=self.horizon,
+        )  # fmt: skip
+        settings.update(overrides)
+        return SearchConfig(**settings)
+
+    def search(
+        self, seeds: list[int], config: SearchConfig | None = None, callback: BaseCallback | None = None
+    ) -> SearchResult:
+        """Run the search for one episode per seed with the current policy (no update).
+
+        :param seeds: episode seeds
+        :param config: search settings (default: :meth:`search_config`)
+        :param callback: called once per lockstep iteration (counts ``num_timesteps``), or None
+        :return: the search result
+        """
+        if self.simulator is None:
+            raise ValueError("DirPG.search() needs an env: pass one to the constructor or call set_env()")
+        search = TopDownSearch(self.simulator, self.policy_logits, config or self.search_config())
+        hook = self._iteration_hook(callback) if callback is not None else None
+        return search.run(seeds, self._search_rng, on_iteration=hook)
+
+    def collect_and_train(self, callback: BaseCallback) -> bool:
+        """Search one batch of episodes and make one DirPG update.
+
+        :param callback: the training callback
+        :return: False when the callback asked to stop
+        """
+        seeds = self._episode_rng.integers(0, 2**31 - 1, size=self.n_batch_episodes).tolist()
+        result = self.search(seeds, callback=callback)
+        if result.stopped:
+            return False
+        self._log_search(result)
+        self.train(result)
+        return True
+
+    def train(self, result: SearchResult) -> None:
+        """One DirPG update from a batch of searched episodes.
+
+        :param result: the search result
+        """
+        steps = result.update_steps()
+        n_episodes = sum(ep.opt_leaf >= 0 for ep in result.episodes)
+        self.logger.record("train/learning_rate", self.lr_schedule(self._current_progress_remaining))
+        if len(steps.actions) == 0:
+            self.logger.record_mean("train/loss", 0.0)
+            self.logger.record_mean("train/grad_norm", 0.0)
+            self.logger.record("train/n_updates", self._n_updates, exclude="tensorboard")
+            return
+        obs = self.obs_to_policy_tensor(steps.obs)
+        dist = self.policy.get_distribution(obs, action_masks=steps.masks)
+        log_prob = dist.log_prob(th.as_tensor(steps.actions, device=self.device))
+        signs = th.as_tensor(steps.signs, dtype=log_prob.dtype, device=self.device)
+        # -(1/ε)·mean over episodes of [log P(a_dir) − log P(a_opt)]; shared prefixes cancel and are left out
+        loss = -(signs * log_prob).sum() / (self.epsilon * n_episodes)
+        grad_norm = self._optimizer_step(loss)
+        self.logger.record_mean("train/loss", float(loss.detach()))
+        self.logger.record_mean("train/grad_norm", grad_norm)
+        self.logger.record("train/n_updates", self._n_updates, exclude="tensorboard")
+
+    def _log_search(self, result: SearchResult) -> None:
+        found = [ep for ep in result.episodes if ep.opt_leaf >= 0]
+        for ep in found:
+            self._record_episode(result.tree.undiscounted_return(ep.opt_leaf), ep.length_opt)
+        improved = [ep for ep in found if ep.improved]
+        log = self.logger.record_mean
+        log("search/improved_fraction", len(improved) / max(1, len(found)))
+        log("search/interactions_per_episode", float(np.mean([ep.interactions for ep in found])))
+        log("search/search_interactions_per_episode", float(np.mean([ep.interactions - ep.length_opt for ep in found])))
+        if improved:
+            log("search/interactions_to_improvement", float(np.mean([ep.interactions_to_improvement for ep in improved])))
+        log("search/d_opt", float(np.mean([ep.d_opt for ep in found])))
+        log("search/d_dir", float(np.mean([ep.d_dir for ep in found])))
+        log("search/return_opt", float(np.mean([ep.return_opt for ep in found])))
+        log("search/return_dir", float(np.mean([ep.return_dir for ep in found])))
+        log("search/trajectories_completed", float(np.mean([ep.trajectories for ep in found])))
+        log("search/regions_pruned", float(np.mean([ep.pruned for ep in found])))
+        budget_spent = th.as_tensor([ep.interactions - ep.length_opt for ep in found], dtype=th.float32)
+        self.logger.record("search/budget_spent", budget_spent, exclude=("stdout", "log", "json", "csv"))
+
+    def learn(
+        self: SelfDirPG,
+        total_timesteps: int,
+        callback: MaybeCallback = None,
+        log_interval: int = 1,
+        tb_log_name: str = "DirPG",
+        reset_num_timesteps: bool = True,
+        progress_bar: bool = False,
+    ) -> SelfDirPG:
+        """Train for at least ``total_timesteps`` environment interactions (search included).
+
+        :param total_timesteps: interactions to train for
+        :param callback: callback(s), called once per lockstep search iteration
+        :param log_interval: dump the logs every this many updates
+        :param tb_log_name: name of the tensorboard run
+        :param reset_num_timesteps: reset ``num_timesteps`` (False to continue a previous run)
+        :param progress_bar: show a progress bar (``pip install sb3-dirpg[extra]``)
+        :return: the trained model
+        """
+        return super().learn(total_timesteps, callback, log_interval, tb_log_name, reset_num_timesteps, progress_bar)

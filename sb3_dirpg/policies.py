@@ -1,0 +1,214 @@
+"""Actor-only categorical policies built from SB3 parts, with sb3-contrib style action masks."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch as th
+from gymnasium import spaces
+from sb3_contrib.common.maskable.distributions import MaskableCategoricalDistribution
+from stable_baselines3.common.policies import BasePolicy
+from stable_baselines3.common.torch_layers import (
+    BaseFeaturesExtractor,
+    CombinedExtractor,
+    FlattenExtractor,
+    NatureCNN,
+    create_mlp,
+)
+from stable_baselines3.common.type_aliases import PyTorchObs, Schedule
+from torch import nn
+
+
+class MiniGridCNN(BaseFeaturesExtractor):
+    """The DirPG paper's MiniGrid network: conv 3→32→48→64 on the 7×7 egocentric view, concatenated with the
+    one-hot agent direction (features dimension 64 + 4).
+
+    Works on ``Dict(image=Box(7, 7, 3) or Box(3, 7, 7), direction=Discrete(4))`` observations (see
+    :class:`sb3_dirpg.envs.DirectionImageObs`). SB3's ``NatureCNN`` needs images of at least 36×36.
+    Pass ``normalize_images=False`` in ``policy_kwargs`` to feed MiniGrid's small integer codes unscaled.
+
+    :param observation_space: the Dict observation space
+    """
+
+    def __init__(self, observation_space: spaces.Dict) -> None:
+        if not isinstance(observation_space, spaces.Dict) or "image" not in observation_space.spaces:
+            raise ValueError(f"MiniGridCNN needs a Dict observation space with an 'image' key, got {observation_space}")
+        image_shape = observation_space["image"].shape
+        self._channels_last = image_shape[-1] == 3 and image_shape[0] != 3
+        n_channels = image_shape[-1] if self._channels_last else image_shape[0]
+        direction = observation_space.spaces.get("direction")
+        n_direction = int(direction.n) if isinstance(direction, spaces.Discrete) else 0
+        super().__init__(observation_space, features_dim=64 + n_direction)
+        self.cnn = nn.Sequential(
+            nn.Conv2d(n_channels, 32, kernel_size=2),
+            nn.ReLU(),
+            nn.MaxPool2d(2),
+            nn.Conv2d(32, 48, kernel_size=2),
+            nn.ReLU(),
+            nn.Conv2d(48, 64, kernel_size=2),
+            nn.Flatten(),
+        )
+        with th.no_grad():
+            sample = th.zeros(1, *image_shape)
+            n_flat = self.cnn(self._to_channels_first(sample)).shape[1]
+        if n_flat != 64:
+            raise ValueError(f"MiniGridCNN expects a 7x7 view (64 conv features), got image shape {image_shape}")
+        self.n_direction = n_direction
+
+    def _to_channels_first(self, image: th.Tensor) -> th.Tensor:
+        return image.permute(0, 3, 1, 2) if self._channels_last else image
+
+    def forward(self, observations: dict[str, th.Tensor]) -> th.Tensor:
+        """:param observations: preprocessed Dict observation (direction one-hot)
+        :return: features, shape (batch, 64 + 4)"""
+        features = self.cnn(self._to_channels_first(observations["image"].float()))
+        if self.n_direction:
+            features = th.cat([features, observations["direction"].float()], dim=1)
+        return features
+
+
+class DirPGPolicy(BasePolicy):
+    """Categorical policy without a value head: features extractor → MLP → action logits.
+
+    Parameter names follow SB3's ``ActorCriticPolicy`` (``features_extractor``, ``mlp_extractor.policy_net``,
+    ``action_net``) so the weights can seed a PPO policy with the same ``net_arch``.
+
+    :param observation_space: observation space
+    :param action_space: a ``Discrete`` action space
+    :param lr_schedule: learning rate schedule (used for the optimizer's initial learning rate)
+    :param net_arch: hidden layer sizes, or ``dict(pi=[...])`` as in SB3 (a ``vf`` entry is ignored)
+    :param activation_fn: activation function
+    :param ortho_init: orthogonal initialisation, as in SB3's on-policy algorithms
+    :param features_extractor_class: features extractor class
+    :param features_extractor_kwargs: keyword arguments of the features extractor
+    :param normalize_images: divide images by 255
+    :param optimizer_class: optimizer class used by the update
+    :param optimizer_kwargs: keyword arguments of the optimizer (the learning rate comes from ``lr_schedule``)
+    """
+
+    def __init__(
+        self,
+        observation_space: spaces.Space,
+        action_space: spaces.Space,
+        lr_schedule: Schedule,
+        net_arch: list[int] | dict[str, list[int]] | None = None,
+        activation_fn: type[nn.Module] = nn.Tanh,
+        ortho_init: bool = True,
+        features_extractor_class: type[BaseFeaturesExtractor] = FlattenExtractor,
+        features_extractor_kwargs: dict[str, Any] | None = None,
+        normalize_images: bool = True,
+        optimizer_class: type[th.optim.Optimizer] = th.optim.Adam,
+        optimizer_kwargs: dict[str, Any] | None = None,
+    ) -> None:
+        if not isinstance(action_space, spaces.Discrete):
+            raise ValueError(f"DirPG policies need a Discrete action space, got {action_space}")
+        super().__init__(
+            observation_space,
+            action_space,
+            features_extractor_class,
+            features_extractor_kwargs,
+            optimizer_class=optimizer_class,
+            optimizer_kwargs=optimizer_kwargs,
+            normalize_images=normalize_images,
+        )
+        if isinstance(net_arch, dict):
+            net_arch = net_arch.get("pi", [])
+        self.net_arch = [64, 64] if net_arch is None else list(net_arch)
+        self.activation_fn = activation_fn
+        self.ortho_init = ortho_init
+        self.features_extractor = self.make_features_extractor()
+        self.features_dim = self.features_extractor.features_dim
+        self.mlp_extractor = nn.Module()
+        self.mlp_extractor.policy_net = nn.Sequential(*create_mlp(self.features_dim, -1, self.net_arch, activation_fn))
+        latent_dim = self.net_arch[-1] if self.net_arch else self.features_dim
+        self.action_dist = MaskableCategoricalDistribution(int(action_space.n))
+        self.action_net = self.action_dist.proba_distribution_net(latent_dim)
+        if ortho_init:
+            gains = {self.features_extractor: np.sqrt(2), self.mlp_extractor: np.sqrt(2), self.action_net: 0.01}
+            for module, gain in gains.items():
+                module.apply(lambda m, g=gain: self.init_weights(m, gain=g))
+        self.optimizer = self.optimizer_class(self.parameters(), lr=lr_schedule(1), **self.optimizer_kwargs)
+
+    def _get_constructor_parameters(self) -> dict[str, Any]:
+        data = super()._get_constructor_parameters()
+        data.update(
+            net_arch=self.net_arch,
+            activation_fn=self.activation_fn,
+            ortho_init=self.ortho_init,
+            lr_schedule=self._dummy_schedule,
+        )
+        return data
+
+    def action_logits(self, obs: PyTorchObs) -> th.Tensor:
+        """:param obs: observation tensor(s), not yet preprocessed
+        :return: unmasked action logits, shape (batch, n_actions)"""
+        features = self.extract_features(obs, self.features_extractor)
+        return self.action_net(self.mlp_extractor.policy_net(features))
+
+    def get_distribution(self, obs: PyTorchObs, action_masks: np.ndarray | th.Tensor | None = None) -> MaskableCategoricalDistribution:
+        """:param obs: observation tensor(s)
+        :param action_masks: legal actions, bool, shape (batch, n_actions), or None
+        :return: the masked categorical distribution; ``log_prob`` is differentiable"""
+        dist = self.action_dist.proba_distribution(action_logits=self.action_logits(obs))
+        if action_masks is not None:
+            masks = th.as_tensor(action_masks, dtype=th.bool, device=self.device).reshape(-1, self.action_dist.action_dim)
+            if not bool(masks.any(dim=1).all()):
+                raise ValueError("all-false action mask: every state needs at least one legal action")
+            dist.apply_masking(masks)
+        return dist
+
+    def forward(self, obs: PyTorchObs, deterministic: bool = False, action_masks: np.ndarray | None = None) -> th.Tensor:
+        """:param obs: observation tensor(s)
+        :param deterministic: take the most likely legal action
+        :param action_masks: legal actions or None
+        :return: actions"""
+        return self.get_distribution(obs, action_masks).get_actions(deterministic=deterministic)
+
+    def _predict(self, observation: PyTorchObs, deterministic: bool = False, action_masks: np.ndarray | None = None) -> th.Tensor:
+        return self.forward(observation, deterministic=deterministic, action_masks=action_masks)
+
+    def predict(
+        self,
+        observation: np.ndarray | dict[str, np.ndarray],
+        state: tuple[np.ndarray, ...] | None = None,
+        episode_start: np.ndarray | None = None,
+        deterministic: bool = False,
+        action_masks: np.ndarray | None = None,
+    ) -> tuple[np.ndarray, tuple[np.ndarray, ...] | None]:
+        """Action(s) for observation(s), as SB3's ``BasePolicy.predict`` plus sb3-contrib's ``action_masks``.
+
+        :param observation: observation(s)
+        :param state: unused (no recurrent state)
+        :param episode_start: unused
+        :param deterministic: take the most likely legal action
+        :param action_masks: legal actions, bool, or None
+        :return: the actions and ``state``
+        """
+        self.set_training_mode(False)
+        obs_tensor, vectorized = self.obs_to_tensor(observation)
+        with th.no_grad():
+            actions = self._predict(obs_tensor, deterministic=deterministic, action_masks=action_masks)
+        actions = actions.cpu().numpy().reshape((-1, *self.action_space.shape))
+        if not vectorized:
+            actions = actions.squeeze(axis=0)
+        return actions, state
+
+
+class DirPGCnnPolicy(DirPGPolicy):
+    """:class:`DirPGPolicy` with SB3's ``NatureCNN`` by default (images of at least 36×36)."""
+
+    def __init__(self, *args: Any, features_extractor_class: type[BaseFeaturesExtractor] = NatureCNN, **kwargs: Any) -> None:
+        super().__init__(*args, features_extractor_class=features_extractor_class, **kwargs)
+
+
+class DirPGMultiInputPolicy(DirPGPolicy):
+    """:class:`DirPGPolicy` with SB3's ``CombinedExtractor`` by default, for Dict observations."""
+
+    def __init__(self, *args: Any, features_extractor_class: type[BaseFeaturesExtractor] = CombinedExtractor, **kwargs: Any) -> None:
+        super().__init__(*args, features_extractor_class=features_extractor_class, **kwargs)
+
+
+MlpPolicy = DirPGPolicy
+CnnPolicy = DirPGCnnPolicy
+MultiInputPolicy = DirPGMultiInputPolicy

@@ -1,0 +1,172 @@
+"""Adapts the sub-envs of an SB3 ``VecEnv`` to the search's batch-simulator protocol."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv, VecEnvWrapper, VecMonitor, VecTransposeImage
+
+from sb3_dirpg.search import Transitions
+from sb3_dirpg.simulator import SimulatorWrapper, strip_monitor
+
+Heuristic = Callable[[gym.Env], "float | tuple[float, float]"]
+
+# VecEnv wrappers that only observe (or transform observations statelessly) and are safe to bypass or replay
+_STATELESS_VEC_WRAPPERS = (VecMonitor, VecTransposeImage)
+
+
+def stack_observations(obs: Sequence[Any], space: spaces.Space) -> np.ndarray | dict[str, np.ndarray]:
+    """Stack single observations into a batch the way a ``VecEnv`` would.
+
+    :param obs: observations of single envs
+    :param space: the observation space
+    :return: a batched array, or a dict of batched arrays for Dict spaces
+    """
+    if isinstance(space, spaces.Dict):
+        return {key: np.stack([np.asarray(o[key]) for o in obs]) for key in space.spaces}
+    return np.stack([np.asarray(o) for o in obs])
+
+
+def _vec_wrappers(venv: VecEnv) -> list[VecEnvWrapper]:
+    layers = []
+    while isinstance(venv, VecEnvWrapper):
+        layers.append(venv)
+        venv = venv.venv
+    return layers
+
+
+def check_vec_env(venv: VecEnv, algo: str) -> None:
+    """Refuse VecEnv types and wrappers the search cannot use correctly, with a message that says what to do.
+
+    :param venv: the training VecEnv
+    :param algo: name of the algorithm, for messages
+    """
+    for layer in _vec_wrappers(venv):
+        if not isinstance(layer, _STATELESS_VEC_WRAPPERS):
+            raise ValueError(
+                f"{algo} cannot use the VecEnv wrapper {type(layer).__name__}: the search steps the sub-envs from snapshots, "
+                "so wrappers that keep running statistics or history (VecNormalize, VecFrameStack, ...) would go stale. "
+                "Apply per-env gymnasium wrappers instead (e.g. gymnasium.wrappers.FrameStackObservation), "
+                "or normalise inside the policy."
+            )
+    base = venv.unwrapped
+    if isinstance(base, SubprocVecEnv):
+        raise ValueError(
+            f"{algo} keeps simulator snapshots in the training process and cannot search inside SubprocVecEnv workers; "
+            "use DummyVecEnv (make_vec_env(..., vec_env_cls=DummyVecEnv)). The number of episodes searched together "
+            "is set by batch_episodes, independently of n_envs."
+        )
+    if not isinstance(base, DummyVecEnv):
+        raise ValueError(f"{algo} needs a DummyVecEnv (got {type(base).__name__}) so that it can snapshot the sub-envs")
+
+
+def observation_transform(venv: VecEnv) -> Callable[[Any], Any]:
+    """The observation transformation applied by the VecEnv's wrappers (image transposition), as a function.
+
+    :param venv: the training VecEnv
+    :return: a function from a stacked batch of raw observations to what the policy sees
+    """
+    transposers = [layer for layer in _vec_wrappers(venv) if isinstance(layer, VecTransposeImage)]
+
+    def transform(batch: Any) -> Any:
+        for layer in reversed(transposers):
+            batch = layer.transpose_observations(batch)
+        return batch
+
+    return transform
+
+
+class VecSimulator:
+    """Batch simulator over a list of :class:`~sb3_dirpg.simulator.SimulatorWrapper` instances.
+
+    Episode ``e`` always runs on simulator ``e % len(simulators)`` (a snapshot belongs to the wrapper that made it).
+    Every step restores a snapshot first, so one simulator serves any number of episodes.
+
+    :param simulators: the simulators
+    :param heuristic: ``heuristic(env) -> upper`` or ``(lower, upper)`` bound on the discounted return-to-go from the
+        env's current state, or None
+    """
+
+    def __init__(self, simulators: Sequence[SimulatorWrapper], heuristic: Heuristic | None = None) -> None:
+        if not simulators:
+            raise ValueError("VecSimulator needs at least one simulator")
+        action_space = simulators[0].action_space
+        if not isinstance(action_space, spaces.Discrete):
+            raise ValueError(f"the search needs a Discrete action space, got {action_space}")
+        self.simulators = list(simulators)
+        self.heuristic = heuristic
+        self.n_actions = int(action_space.n)
+        self._start = int(action_space.start)
+        self._all_legal = np.ones(self.n_actions, dtype=bool)
+
+    @classmethod
+    def from_vec_env(cls, venv: VecEnv, heuristic: Heuristic | None = None, algo: str = "DirPG") -> VecSimulator:
+        """Wrap every sub-env of a DummyVecEnv (without its Monitor) in a SimulatorWrapper.
+
+        :param venv: the training VecEnv
+        :param heuristic: see the class docstring
+        :param algo: name of the algorithm, for messages
+        :return: the batch simulator
+        """
+        check_vec_env(venv, algo)
+        sims = []
+        for env in venv.unwrapped.envs:
+            inner = strip_monitor(env)
+            sims.append(inner if isinstance(inner, SimulatorWrapper) else SimulatorWrapper(inner))
+        return cls(sims, heuristic)
+
+    @property
+    def horizon(self) -> int | None:
+        """:return: the episode step limit of the simulators (TimeLimit or MiniGrid ``max_steps``), or None"""
+        return self.simulators[0].horizon
+
+    def _bounds(self, env: SimulatorWrapper) -> tuple[float, float]:
+        value = self.heuristic(env)
+        if isinstance(value, tuple):
+            return float(value[0]), float(value[1])
+        return -np.inf, float(value)
+
+    def _transitions(self, rows: list[tuple[Any, float, bool, np.ndarray, Any, tuple[float, float]]]) -> Transitions:
+        obs, rewards, terminal, masks, snaps, bounds = zip(*rows)
+        bounds_arr = np.asarray(bounds, dtype=np.float64)
+        with_bounds = self.heuristic is not None
+        return Transitions(
+            obs=list(obs), rewards=np.asarray(rewards, dtype=np.float64), terminal=np.asarray(terminal, dtype=bool),
+            masks=np.stack(masks), snapshots=list(snaps),
+            lower=bounds_arr[:, 0] if with_bounds else None, upper=bounds_arr[:, 1] if with_bounds else None,
+        )  # fmt: skip
+
+    def reset(self, seeds: Sequence[int]) -> Transitions:
+        """:param seeds: one seed per episode
+        :return: the root states"""
+        rows = []
+        n_sims = len(self.simulators)
+        for episode, seed in enumerate(seeds):
+            env = self.simulators[episode % n_sims]
+            obs, _ = env.reset(seed=int(seed))
+            bounds = self._bounds(env) if self.heuristic is not None else (-np.inf, np.inf)
+            rows.append((obs, 0.0, False, env.action_masks(), env.snapshot(), bounds))
+        return self._transitions(rows)
+
+    def step(self, snapshots: Sequence[Any], actions: np.ndarray, episodes: np.ndarray) -> Transitions:
+        """:param snapshots: states to step from
+        :param actions: one action index per row (0-based)
+        :param episodes: the episode of each row
+        :return: the states reached (terminal states get no snapshot)"""
+        rows = []
+        n_sims = len(self.simulators)
+        no_bounds = (0.0, 0.0)
+        for snapshot, action, episode in zip(snapshots, actions.tolist(), episodes.tolist()):
+            env = self.simulators[episode % n_sims]
+            env.restore(snapshot)
+            obs, reward, terminated, truncated, _ = env.step(action + self._start)
+            if terminated or truncated:
+                rows.append((obs, float(reward), True, self._all_legal, None, no_bounds))
+                continue
+            bounds = self._bounds(env) if self.heuristic is not None else no_bounds
+            rows.append((obs, float(reward), False, env.action_masks(), env.snapshot(), bounds))
+        return self._transitions(rows)
