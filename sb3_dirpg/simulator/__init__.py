@@ -1,5 +1,28 @@
 """Simulator-cloning wrapper: seeded reset, snapshot and restore of a gymnasium env."""
 
-from sb3_dirpg.simulator.registry import Cloner, find_cloner, register_cloner
+from sb3_dirpg.simulator.cloners import DeepcopyCloner, FieldsCloner, MiniGridCloner
+from sb3_dirpg.simulator.registry import (
+    Cloner,
+    NondeterministicEnvError,
+    NotClonableError,
+    find_cloner,
+    register_cloner,
+    register_wrapper_attrs,
+)
+from sb3_dirpg.simulator.unwrap import strip_monitor
+from sb3_dirpg.simulator.wrapper import SimulatorWrapper, Snapshot
 
-__all__ = ["Cloner", "find_cloner", "register_cloner"]
+__all__ = [
+    "Cloner",
+    "DeepcopyCloner",
+    "FieldsCloner",
+    "MiniGridCloner",
+    "NondeterministicEnvError",
+    "NotClonableError",
+    "SimulatorWrapper",
+    "Snapshot",
+    "find_cloner",
+    "register_cloner",
+    "register_wrapper_attrs",
+    "strip_monitor",
+]

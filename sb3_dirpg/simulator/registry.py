@@ -24,7 +24,16 @@ class Cloner(Protocol):
         :param state: a value returned by ``snapshot`` on an env of the same class"""
 
 
+class NondeterministicEnvError(ValueError):
+    """Stepping again from a restored snapshot gave a different result: the snapshot does not capture the whole env state."""
+
+
+class NotClonableError(ValueError):
+    """The env's state cannot be copied (for example it holds a lock, a socket or an external process)."""
+
+
 _REGISTRY: dict[type, Cloner] = {}
+_WRAPPER_ATTRS: dict[type, tuple[str, ...]] = {}
 
 
 def register_cloner(env_class: type, cloner: Cloner) -> None:
@@ -50,3 +59,26 @@ def find_cloner(env: gym.Env) -> Cloner | None:
         if cls in _REGISTRY:
             return _REGISTRY[cls]
     return None
+
+
+def register_wrapper_attrs(wrapper_class: type, attrs: tuple[str, ...] | list[str]) -> None:
+    """Declare which instance attributes of a wrapper class hold its state (an empty tuple: the wrapper is stateless).
+
+    :class:`~sb3_dirpg.simulator.SimulatorWrapper` saves exactly these attributes for layers of exactly this class;
+    layers of an undeclared class get a shallow copy of all their instance attributes except ``env`` and static objects.
+
+    :param wrapper_class: a ``gymnasium.Wrapper`` subclass (matched exactly, not its subclasses)
+    :param attrs: the names of the attributes to save and restore
+    """
+    if not (isinstance(wrapper_class, type) and issubclass(wrapper_class, gym.Wrapper)):
+        raise TypeError(f"register_wrapper_attrs: expected a gymnasium.Wrapper subclass, got {wrapper_class!r}")
+    _WRAPPER_ATTRS[wrapper_class] = tuple(attrs)
+
+
+def find_wrapper_attrs(wrapper: gym.Wrapper) -> tuple[str, ...] | None:
+    """Return the declared state attributes of a wrapper layer, or None when its class was not declared.
+
+    :param wrapper: a wrapper layer
+    :return: the attribute names, or None
+    """
+    return _WRAPPER_ATTRS.get(type(wrapper))

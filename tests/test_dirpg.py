@@ -1,0 +1,280 @@
+"""DirPG as an SB3 algorithm: learning, save/load, callbacks, VecEnvs, masks, logging and bad input."""
+
+from __future__ import annotations
+
+import glob
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch as th
+from gymnasium.wrappers import TimeLimit
+from sb3_contrib.common.wrappers import ActionMasker
+from stable_baselines3.common.callbacks import BaseCallback, EvalCallback
+from stable_baselines3.common.env_util import make_vec_env
+from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecNormalize
+
+from sb3_dirpg import DirPG, MiniGridCNN
+from sb3_dirpg.envs import make_minigrid_env
+from tests.toy_envs import LeakyEnv, LockedEnv, MaskedChainEnv, NoTimeLimitEnv, SparseChainEnv
+
+th.set_num_threads(1)
+
+
+def chain(length: int = 6) -> gym.Env:
+    return TimeLimit(SparseChainEnv(length), length)
+
+
+def masked_chain() -> gym.Env:
+    return ActionMasker(TimeLimit(MaskedChainEnv(4), 4), lambda env: env.unwrapped.legal())
+
+
+def small_model(env: gym.Env | None = None, **kwargs) -> DirPG:
+    settings = dict(seed=0, search_budget=64, learning_rate=1e-2, batch_episodes=8, policy_kwargs=dict(net_arch=[16]))
+    settings.update(kwargs)
+    return DirPG("MlpPolicy", env or chain(), **settings)
+
+
+def greedy_actions(model: DirPG, length: int = 6) -> list[int]:
+    env = SparseChainEnv(length)
+    obs, _ = env.reset(seed=0)
+    actions = []
+    for _ in range(length):
+        action, _ = model.predict(obs, deterministic=True)
+        actions.append(int(action))
+        obs, *_ = env.step(action)
+    return actions
+
+
+def test_learns_sparse_reward_chain() -> None:
+    """Reward only for the one all-ones trajectory out of 2^6: DirPG's search finds it and the policy converges."""
+    model = small_model()
+    model.learn(30_000)
+    assert greedy_actions(model) == [1] * 6
+    assert np.mean([ep["r"] for ep in model.ep_info_buffer]) > 0.8  # a_opt (policy samples) are now mostly optimal
+
+
+def test_reinforce_style_random_policy_rarely_sees_reward() -> None:
+    """Sanity of the task: the untrained policy's own samples almost never get the reward."""
+    model = small_model(search_budget=0)
+    model.learn(3_000)
+    assert np.mean([ep["r"] for ep in model.ep_info_buffer]) < 0.1
+
+
+def test_save_load_round_trip(tmp_path) -> None:
+    model = small_model()
+    model.learn(2_000)
+    path = tmp_path / "dirpg.zip"
+    model.save(path)
+    loaded = DirPG.load(path, env=chain())
+    obs = np.eye(7, dtype=np.float32)
+    np.testing.assert_array_equal(model.predict(obs, deterministic=True)[0], loaded.predict(obs, deterministic=True)[0])
+    for (name, p), (_, q) in zip(model.policy.state_dict().items(), loaded.policy.state_dict().items()):
+        assert th.equal(p, q), name
+    assert (loaded.epsilon, loaded.search_budget, loaded.priority, loaded.batch_episodes) == (1.0, 64, "gumbel", 8)
+    loaded.learn(500)  # the loaded model trains on
+    assert loaded.num_timesteps >= 500
+
+
+def test_set_env_and_env_free_load(tmp_path) -> None:
+    model = small_model()
+    model.save(tmp_path / "m.zip")
+    loaded = DirPG.load(tmp_path / "m.zip")
+    with pytest.raises(ValueError, match="needs an env"):
+        loaded.learn(100)
+    loaded.set_env(chain())
+    loaded.learn(300)
+    assert loaded.num_timesteps >= 300
+
+
+def test_same_seed_same_parameters() -> None:
+    params = []
+    for _ in range(2):
+        model = small_model(seed=3)
+        model.learn(2_000)
+        params.append(th.nn.utils.parameters_to_vector(model.policy.parameters()))
+    assert th.equal(params[0], params[1])
+    other = small_model(seed=4)
+    other.learn(2_000)
+    assert not th.equal(params[0], th.nn.utils.parameters_to_vector(other.policy.parameters()))
+
+
+class StopAfter(BaseCallback):
+    def __init__(self, n_calls: int) -> None:
+        super().__init__()
+        self.limit = n_calls
+
+    def _on_step(self) -> bool:
+        return self.n_calls < self.limit
+
+
+def test_callbacks_fire_and_can_stop_training(tmp_path) -> None:
+    model = small_model()
+    stop = StopAfter(5)
+    model.learn(100_000, callback=stop)
+    assert stop.n_calls == 5 and model.num_timesteps < 100 and model._n_updates == 0
+
+    eval_cb = EvalCallback(DummyVecEnv([chain]), eval_freq=20, n_eval_episodes=2, log_path=str(tmp_path), verbose=0)
+    small_model().learn(1_000, callback=eval_cb)
+    assert len(eval_cb.evaluations_timesteps) >= 3 and eval_cb.n_calls >= 60
+
+
+def test_interrupt_leaves_a_saveable_model(tmp_path) -> None:
+    class Interrupt(BaseCallback):
+        def _on_step(self) -> bool:
+            if self.num_timesteps > 500:
+                raise KeyboardInterrupt
+            return True
+
+    model = small_model()
+    with pytest.raises(KeyboardInterrupt):
+        model.learn(10_000, callback=Interrupt())
+    model.save(tmp_path / "interrupted.zip")
+    loaded = DirPG.load(tmp_path / "interrupted.zip")
+    assert th.equal(
+        th.nn.utils.parameters_to_vector(model.policy.parameters()),
+        th.nn.utils.parameters_to_vector(loaded.policy.parameters()),
+    )
+
+
+def test_n_envs_4() -> None:
+    venv = make_vec_env(chain, n_envs=4, vec_env_cls=DummyVecEnv)
+    model = small_model(venv)
+    assert model.n_envs == 4 and len(model.simulator.simulators) == 4
+    model.learn(2_000)
+    assert model.num_timesteps >= 2_000
+
+
+def test_action_masker_masks_are_respected() -> None:
+    """MaskedChainEnv raises on an illegal action; the search and predict must never take one."""
+    model = small_model(masked_chain(), search_budget=32, early_stop=False)
+    model.learn(6_000)
+    result = model.search([1, 2, 3])
+    for ep in result.episodes:
+        assert len(result.actions(ep.opt_leaf)) == 4
+    env = masked_chain()
+    obs, _ = env.reset(seed=0)
+    total = 0.0
+    for _ in range(4):
+        action, _ = model.predict(obs, deterministic=True, action_masks=env.action_masks())
+        obs, reward, *_ = env.step(action)
+        total += reward
+    assert total == 2.0  # learned the best legal trajectory: action 2 at both odd steps
+
+
+def test_tensorboard_has_search_scalars(tmp_path) -> None:
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    model = small_model(tensorboard_log=str(tmp_path))
+    model.learn(2_000, tb_log_name="tb")
+    files = glob.glob(str(tmp_path / "tb_1" / "events.out.tfevents.*"))
+    assert files
+    acc = EventAccumulator(files[0])
+    acc.Reload()
+    scalars = set(acc.Tags()["scalars"])
+    expected = {
+        "search/improved_fraction", "search/interactions_per_episode", "search/interactions_to_improvement",
+        "search/d_opt", "search/d_dir", "search/return_dir", "search/trajectories_completed", "search/regions_pruned",
+        "rollout/ep_rew_mean", "rollout/ep_len_mean", "train/loss", "train/grad_norm", "train/learning_rate", "time/fps",
+    }  # fmt: skip
+    assert expected <= scalars, expected - scalars
+    assert "search/budget_spent" in acc.Tags()["histograms"]
+    d_dir = [e.value for e in acc.Scalars("search/d_dir")]
+    d_opt = [e.value for e in acc.Scalars("search/d_opt")]
+    assert all(a >= b - 1e-6 for a, b in zip(d_dir, d_opt))  # a_dir is never worse than a_opt in D
+
+
+def test_progress_bar() -> None:
+    small_model().learn(500, progress_bar=True)
+
+
+def test_optimizer_class_is_honoured() -> None:
+    model = small_model(policy_kwargs=dict(net_arch=[8], optimizer_class=th.optim.SGD))
+    assert type(model.policy.optimizer) is th.optim.SGD
+    model.learn(1_000)
+
+
+def test_get_distribution_log_prob_is_differentiable() -> None:
+    model = small_model()
+    obs = th.as_tensor(np.eye(7, dtype=np.float32)[:3])
+    dist = model.policy.get_distribution(obs, action_masks=np.array([[True, False], [True, True], [False, True]]))
+    log_prob = dist.log_prob(th.tensor([0, 1, 1]))
+    log_prob.sum().backward()
+    assert log_prob[0].item() == pytest.approx(0.0) and log_prob[2].item() == pytest.approx(0.0)  # forced moves
+    assert any(p.grad is not None and p.grad.abs().sum() > 0 for p in model.policy.parameters())
+
+
+def test_minigrid_cnn_policy_trains() -> None:
+    env = make_minigrid_env("MiniGrid-Empty-5x5-v0")
+    model = DirPG(
+        "MultiInputPolicy", env, search_budget=50, batch_episodes=2, seed=0,
+        policy_kwargs=dict(features_extractor_class=MiniGridCNN, net_arch=[], normalize_images=False),
+    )  # fmt: skip
+    assert model.policy.features_extractor.features_dim == 68
+    model.learn(600)
+    obs, _ = env.reset(seed=0)
+    assert model.predict(obs)[0] in range(7)
+
+
+# -- bad input ----------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(epsilon=0.0), "epsilon"),
+        (dict(search_budget=-1), "budget"),
+        (dict(priority="dfs"), "priority"),
+        (dict(alpha=1.5), "alpha"),
+        (dict(priority="astar", alpha=0.5), "heuristic"),
+        (dict(batch_episodes=0), "batch_episodes"),
+    ],
+)
+def test_bad_hyperparameters_raise(kwargs: dict, match: str) -> None:
+    with pytest.raises(ValueError, match=match):
+        small_model(**kwargs)
+
+
+def test_non_discrete_action_space_raises() -> None:
+    with pytest.raises(ValueError, match="Discrete.*Box"):
+        DirPG("MlpPolicy", "Pendulum-v1")
+
+
+def test_env_without_time_limit_raises() -> None:
+    with pytest.raises(ValueError, match="max_episode_steps"):
+        small_model(NoTimeLimitEnv())
+    small_model(NoTimeLimitEnv(), max_episode_steps=5).learn(200)
+
+
+def test_uncloneable_and_nondeterministic_envs_raise() -> None:
+    with pytest.raises(ValueError, match="LockedEnv"):
+        small_model(TimeLimit(LockedEnv(), 6))
+    with pytest.raises(ValueError, match="LeakyEnv.*reward"):
+        small_model(TimeLimit(LeakyEnv(), 6))
+
+
+def test_all_false_action_mask_raises() -> None:
+    env = ActionMasker(chain(), lambda env: np.zeros(2, dtype=bool))
+    with pytest.raises(ValueError, match="all-false action mask"):
+        small_model(env).learn(100)
+
+
+def test_stateful_vec_wrappers_and_subprocesses_are_refused() -> None:
+    with pytest.raises(ValueError, match="VecNormalize"):
+        small_model(VecNormalize(DummyVecEnv([chain])))
+    venv = SubprocVecEnv([chain, chain])
+    try:
+        with pytest.raises(ValueError, match="DummyVecEnv"):
+            small_model(venv)
+    finally:
+        venv.close()
+
+
+@pytest.mark.slow
+def test_learns_cartpole() -> None:
+    """Benchmark-size run: prints the figure reached (run with ``pytest -m slow -s``)."""
+    model = DirPG("MlpPolicy", "CartPole-v1", search_budget=200, learning_rate=3e-3, seed=0)
+    model.learn(400_000)
+    mean = np.mean([ep["r"] for ep in model.ep_info_buffer])
+    print(f"CartPole-v1: mean a_opt return over the last 100 episodes after {model.num_timesteps} interactions: {mean}")
+    assert mean > 400

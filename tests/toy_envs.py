@@ -1,0 +1,96 @@
+"""Small gymnasium envs used by the integration tests."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+
+class SparseChainEnv(gym.Env):
+    """``length`` binary decisions; reward 1 at the end only if every action was 1 (the paper's sparse example).
+
+    Observation: one-hot of the step index. Optionally noisy: ``noise`` adds a reset-time offset to the reward.
+    """
+
+    metadata: dict[str, Any] = {"render_modes": []}
+
+    def __init__(self, length: int = 6) -> None:
+        self.length = length
+        self.observation_space = spaces.Box(0.0, 1.0, (length + 1,), np.float32)
+        self.action_space = spaces.Discrete(2)
+        self.t = 0
+        self.all_ones = True
+
+    def _obs(self) -> np.ndarray:
+        obs = np.zeros(self.length + 1, np.float32)
+        obs[self.t] = 1.0
+        return obs
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[np.ndarray, dict]:
+        super().reset(seed=seed)
+        self.t, self.all_ones = 0, True
+        return self._obs(), {}
+
+    def step(self, action: int) -> tuple[np.ndarray, float, bool, bool, dict]:
+        self.all_ones = self.all_ones and int(action) == 1
+        self.t += 1
+        done = self.t >= self.length
+        return self._obs(), float(done and self.all_ones), done, False, {}
+
+
+class MaskedChainEnv(SparseChainEnv):
+    """Three actions; action 2 is illegal at even steps and taking an illegal action raises.
+
+    Reward: +1 per action 2 taken (so the best legal trajectory uses action 2 at every odd step).
+    """
+
+    def __init__(self, length: int = 4) -> None:
+        super().__init__(length)
+        self.action_space = spaces.Discrete(3)
+        self.count = 0
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[np.ndarray, dict]:
+        self.count = 0
+        return super().reset(seed=seed, options=options)
+
+    def legal(self) -> np.ndarray:
+        return np.array([True, True, self.t % 2 == 1])
+
+    def step(self, action: int) -> tuple[np.ndarray, float, bool, bool, dict]:
+        if not self.legal()[int(action)]:
+            raise AssertionError(f"illegal action {action} at step {self.t}")
+        self.t += 1
+        reward = float(int(action) == 2)
+        return self._obs(), reward, self.t >= self.length, False, {}
+
+
+class NoTimeLimitEnv(SparseChainEnv):
+    """Never terminates and has no time limit."""
+
+    def step(self, action: int) -> tuple[np.ndarray, float, bool, bool, dict]:
+        self.t = min(self.t + 1, self.length)
+        return self._obs(), 0.0, False, False, {}
+
+
+_HIDDEN_STATE = {"calls": 0}
+
+
+class LeakyEnv(SparseChainEnv):
+    """Keeps part of its state outside the instance, so no cloner can restore it."""
+
+    def step(self, action: int) -> tuple[np.ndarray, float, bool, bool, dict]:
+        _HIDDEN_STATE["calls"] += 1
+        obs, reward, terminated, truncated, info = super().step(action)
+        return obs, reward + 0.01 * _HIDDEN_STATE["calls"], terminated, truncated, info
+
+
+class LockedEnv(SparseChainEnv):
+    """Holds a lock, which cannot be deep-copied."""
+
+    def __init__(self, length: int = 6) -> None:
+        super().__init__(length)
+        self.lock = threading.Lock()
