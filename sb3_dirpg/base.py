@@ -82,7 +82,9 @@ class SimulatorAlgorithm(BaseAlgorithm):
         if not 0.0 < gamma <= 1.0:
             raise ValueError(f"{name}: gamma must lie in (0, 1], got {gamma!r}")
         if heuristic is not None and not callable(heuristic):
-            raise ValueError(f"{name}: heuristic must be a callable heuristic(env) -> upper or (lower, upper), got {heuristic!r}")
+            raise ValueError(
+                f"{name}: heuristic must be a callable heuristic(env) -> upper or (lower, upper), got {heuristic!r}"
+            )
         if max_grad_norm is not None and not max_grad_norm > 0:
             raise ValueError(f"{name}: max_grad_norm must be positive or None, got {max_grad_norm!r}")
         super().__init__(
@@ -183,7 +185,9 @@ class SimulatorAlgorithm(BaseAlgorithm):
     def obs_to_policy_tensor(self, obs: list[Any]) -> th.Tensor | dict[str, th.Tensor]:
         """:param obs: raw observations of single sub-envs
         :return: the batch as the policy sees it (VecEnv observation transforms applied)"""
-        return obs_as_tensor(self._obs_transform(stack_observations(obs, self.simulator.simulators[0].observation_space)), self.device)
+        return obs_as_tensor(
+            self._obs_transform(stack_observations(obs, self.simulator.simulators[0].observation_space)), self.device
+        )
 
     def policy_logits(self, obs: list[Any], masks: np.ndarray) -> np.ndarray:
         """The search's policy function: one batched forward without gradients.
@@ -274,7 +278,9 @@ class SimulatorAlgorithm(BaseAlgorithm):
         """
         if self.simulator is None:
             raise ValueError(f"{type(self).__name__}.learn() needs an env: pass one to the constructor or call set_env()")
-        total_timesteps, callback = self._setup_learn(total_timesteps, callback, reset_num_timesteps, tb_log_name, progress_bar)
+        total_timesteps, callback = self._setup_learn(
+            total_timesteps, callback, reset_num_timesteps, tb_log_name, progress_bar
+        )
         callback.on_training_start(locals(), globals())
         iteration = 0
         while self.num_timesteps < total_timesteps:

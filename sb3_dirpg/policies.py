@@ -146,7 +146,9 @@ class DirPGPolicy(BasePolicy):
         features = self.extract_features(obs, self.features_extractor)
         return self.action_net(self.mlp_extractor.policy_net(features))
 
-    def get_distribution(self, obs: PyTorchObs, action_masks: np.ndarray | th.Tensor | None = None) -> MaskableCategoricalDistribution:
+    def get_distribution(
+        self, obs: PyTorchObs, action_masks: np.ndarray | th.Tensor | None = None
+    ) -> MaskableCategoricalDistribution:
         """:param obs: observation tensor(s)
         :param action_masks: legal actions, bool, shape (batch, n_actions), or None
         :return: the masked categorical distribution; ``log_prob`` is differentiable"""
@@ -165,7 +167,9 @@ class DirPGPolicy(BasePolicy):
         :return: actions"""
         return self.get_distribution(obs, action_masks).get_actions(deterministic=deterministic)
 
-    def _predict(self, observation: PyTorchObs, deterministic: bool = False, action_masks: np.ndarray | None = None) -> th.Tensor:
+    def _predict(
+        self, observation: PyTorchObs, deterministic: bool = False, action_masks: np.ndarray | None = None
+    ) -> th.Tensor:
         return self.forward(observation, deterministic=deterministic, action_masks=action_masks)
 
     def predict(
@@ -205,7 +209,9 @@ class DirPGCnnPolicy(DirPGPolicy):
 class DirPGMultiInputPolicy(DirPGPolicy):
     """:class:`DirPGPolicy` with SB3's ``CombinedExtractor`` by default, for Dict observations."""
 
-    def __init__(self, *args: Any, features_extractor_class: type[BaseFeaturesExtractor] = CombinedExtractor, **kwargs: Any) -> None:
+    def __init__(
+        self, *args: Any, features_extractor_class: type[BaseFeaturesExtractor] = CombinedExtractor, **kwargs: Any
+    ) -> None:
         super().__init__(*args, features_extractor_class=features_extractor_class, **kwargs)
 
 

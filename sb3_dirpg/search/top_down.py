@@ -272,8 +272,8 @@ class TopDownSearch:
         lower, upper = self._bounds_of(root, np.zeros(n_eps, dtype=np.int64))
         root_ids = tree.add_nodes(
             episode=episodes_idx, parent=np.full(n_eps, -1), action=np.full(n_eps, -1), depth=np.zeros(n_eps, np.int64),
-            log_p=np.zeros(n_eps), reward=np.zeros(n_eps), ret=np.zeros(n_eps), terminal=np.zeros(n_eps, bool), legal=root.masks,
-            lower=lower, upper=upper, obs=root.obs, snapshots=root.snapshots,
+            log_p=np.zeros(n_eps), reward=np.zeros(n_eps), ret=np.zeros(n_eps), terminal=np.zeros(n_eps, bool),
+            legal=root.masks, lower=lower, upper=upper, obs=root.obs, snapshots=root.snapshots,
         )  # fmt: skip
         g_root = sample_gumbel(rng, np.zeros(n_eps))
         root_regions = tree.add_regions(root_ids, np.asarray(root.masks, dtype=bool), g_root)
