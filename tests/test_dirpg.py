@@ -273,8 +273,8 @@ def test_stateful_vec_wrappers_and_subprocesses_are_refused() -> None:
 @pytest.mark.slow
 def test_learns_cartpole() -> None:
     """Benchmark-size run: prints the figure reached (run with ``pytest -m slow -s``)."""
-    model = DirPG("MlpPolicy", "CartPole-v1", search_budget=200, learning_rate=3e-3, seed=0)
-    model.learn(400_000)
+    model = DirPG("MlpPolicy", "CartPole-v1", search_budget=200, learning_rate=1e-2, epsilon=5.0, seed=0)
+    model.learn(500_000)
     mean = np.mean([ep["r"] for ep in model.ep_info_buffer])
     print(f"CartPole-v1: mean a_opt return over the last 100 episodes after {model.num_timesteps} interactions: {mean}")
-    assert mean > 400
+    assert mean > 475
