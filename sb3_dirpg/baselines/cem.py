@@ -1,0 +1,124 @@
+"""Cross-entropy method on the DirPG simulator budget: imitate the best rollouts of each seeded episode (paper, section 6)."""
+
+from __future__ import annotations
+
+from typing import Any, TypeVar
+
+import numpy as np
+import torch as th
+from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, Schedule
+
+from sb3_dirpg.baselines.rollout_algorithm import RolloutAlgorithm, check_positive_int
+from sb3_dirpg.baselines.rollouts import Rollouts
+from sb3_dirpg.policies import DirPGPolicy
+
+SelfCEM = TypeVar("SelfCEM", bound="CEM")
+
+
+class CEM(RolloutAlgorithm):
+    """Cross-entropy method: per episode, maximise the log-likelihood of the ``n_elite`` best of ``n_rollouts`` rollouts.
+
+    All rollouts of an episode start from its seeded reset. The update ascends the mean of ``log P(a|S)`` over the elite
+    trajectories of all episodes of a batch (one optimizer step per batch). Ties in the return are broken by sampling
+    order, which is random since the rollouts are independent.
+
+    :param policy: policy class or alias (``MlpPolicy``, ``CnnPolicy``, ``MultiInputPolicy``)
+    :param env: env, DummyVecEnv or registered env id
+    :param learning_rate: learning rate or schedule
+    :param n_rollouts: trajectories sampled per episode (the paper uses 30)
+    :param n_elite: best trajectories per episode that the policy imitates, ``1 <= n_elite <= n_rollouts`` (paper: 2)
+    :param batch_episodes: episodes sampled in lockstep per update (None: ``max(8, n_envs)``)
+    :param max_episode_steps: cut trajectories after this many steps (needed when the env has no time limit)
+    :param gamma: discount of the return that ranks the rollouts
+    :param max_grad_norm: clip the gradient norm of each update, or None
+    :param policy_kwargs: keyword arguments of the policy
+    :param stats_window_size: rollouts averaged in ``rollout/`` statistics
+    :param tensorboard_log: tensorboard log folder, or None
+    :param seed: seed of the policy initialisation, the episode seeds and the action samples
+    :param verbose: 0 silent, 1 training logs, 2 debug
+    :param device: torch device
+    :param _init_setup_model: build the networks now (False when loading)
+    """
+
+    def __init__(
+        self,
+        policy: str | type[DirPGPolicy],
+        env: GymEnv | str | None,
+        learning_rate: float | Schedule = 1e-3,
+        n_rollouts: int = 30,
+        n_elite: int = 2,
+        batch_episodes: int | None = None,
+        max_episode_steps: int | None = None,
+        gamma: float = 1.0,
+        max_grad_norm: float | None = None,
+        policy_kwargs: dict[str, Any] | None = None,
+        stats_window_size: int = 100,
+        tensorboard_log: str | None = None,
+        seed: int | None = None,
+        verbose: int = 0,
+        device: th.device | str = "auto",
+        _init_setup_model: bool = True,
+    ) -> None:
+        check_positive_int("CEM", "n_rollouts", n_rollouts)
+        check_positive_int("CEM", "n_elite", n_elite)
+        if n_elite > n_rollouts:
+            raise ValueError(f"CEM: n_elite must be at most n_rollouts ({n_rollouts}), got {n_elite!r}")
+        self.n_elite = int(n_elite)
+        super().__init__(
+            policy,
+            env,
+            n_rollouts,
+            learning_rate=learning_rate,
+            batch_episodes=batch_episodes,
+            max_episode_steps=max_episode_steps,
+            gamma=gamma,
+            max_grad_norm=max_grad_norm,
+            policy_kwargs=policy_kwargs,
+            stats_window_size=stats_window_size,
+            tensorboard_log=tensorboard_log,
+            seed=seed,
+            verbose=verbose,
+            device=device,
+            _init_setup_model=_init_setup_model,
+        )
+
+    def elite(self, rollouts: Rollouts) -> np.ndarray:
+        """:param rollouts: the sampled trajectories
+        :return: indices of the ``n_elite`` rollouts with the highest return of each episode, shape (n_episodes, n_elite)"""
+        returns = rollouts.returns(self.gamma).reshape(rollouts.n_episodes, rollouts.n_rollouts)
+        best = np.argsort(-returns, axis=1, kind="stable")[:, : self.n_elite]
+        return best + rollouts.n_rollouts * np.arange(rollouts.n_episodes)[:, None]
+
+    def train(self, rollouts: Rollouts) -> None:
+        """One CEM update: ascend the mean log-likelihood of the elite rollouts.
+
+        :param rollouts: the sampled trajectories
+        """
+        elite = self.elite(rollouts).ravel()
+        is_elite = np.zeros(len(rollouts.lengths), dtype=bool)
+        is_elite[elite] = True
+        rows = np.flatnonzero(is_elite[rollouts.rollout])
+        loss = -self._log_prob(rollouts, rows).sum() / len(elite)
+        self.logger.record_mean("train/elite_return_mean", float(rollouts.returns(self.gamma)[elite].mean()))
+        self._update(loss)
+
+    def learn(
+        self: SelfCEM,
+        total_timesteps: int,
+        callback: MaybeCallback = None,
+        log_interval: int = 1,
+        tb_log_name: str = "CEM",
+        reset_num_timesteps: bool = True,
+        progress_bar: bool = False,
+    ) -> SelfCEM:
+        """Train for at least ``total_timesteps`` environment interactions (every step of every rollout counts).
+
+        :param total_timesteps: interactions to train for
+        :param callback: callback(s), called once per lockstep iteration
+        :param log_interval: dump the logs every this many updates
+        :param tb_log_name: name of the tensorboard run
+        :param reset_num_timesteps: reset ``num_timesteps`` (False to continue a previous run)
+        :param progress_bar: show a progress bar (``pip install sb3-dirpg[extra]``)
+        :return: the trained model
+        """
+        return super().learn(total_timesteps, callback, log_interval, tb_log_name, reset_num_timesteps, progress_bar)

@@ -1,0 +1,122 @@
+"""REINFORCE on the DirPG simulator budget: independent trajectories from the same seeded start (paper, section 6)."""
+
+from __future__ import annotations
+
+from typing import Any, TypeVar
+
+import torch as th
+from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, Schedule
+
+from sb3_dirpg.baselines.rollout_algorithm import RolloutAlgorithm
+from sb3_dirpg.baselines.rollouts import Rollouts
+from sb3_dirpg.policies import DirPGPolicy
+
+SelfReinforce = TypeVar("SelfReinforce", bound="Reinforce")
+
+VARIANTS = ("trajectory", "action")
+
+
+class Reinforce(RolloutAlgorithm):
+    """REINFORCE with ``n_rollouts`` independent trajectories per episode, all started from the episode's seeded reset.
+
+    The update is the score-function gradient averaged over the rollouts of all episodes of a batch (one optimizer
+    step per batch), as in the paper's baselines (appendix "Additional Experimental Details", MiniGrid):
+
+    * ``variant="trajectory"``: ``sum_t grad log pi(a_t|s_t) * R``, ``R = sum_t gamma^t r_t`` the rollout's return.
+    * ``variant="action"``: ``sum_t grad log pi(a_t|s_t) * (sum_{i>=t} gamma^(i-t) r_i - b)``, reward-to-go minus the
+      paper's baseline ``b``, the mean reward over all time steps of the batch.
+
+    :param policy: policy class or alias (``MlpPolicy``, ``CnnPolicy``, ``MultiInputPolicy``)
+    :param env: env, DummyVecEnv or registered env id
+    :param learning_rate: learning rate or schedule
+    :param n_rollouts: trajectories sampled per episode (the paper uses 30)
+    :param variant: ``"trajectory"`` (whole return) or ``"action"`` (reward-to-go minus the mean-reward baseline)
+    :param batch_episodes: episodes sampled in lockstep per update (None: ``max(8, n_envs)``)
+    :param max_episode_steps: cut trajectories after this many steps (needed when the env has no time limit)
+    :param gamma: discount of the return
+    :param max_grad_norm: clip the gradient norm of each update, or None
+    :param policy_kwargs: keyword arguments of the policy
+    :param stats_window_size: rollouts averaged in ``rollout/`` statistics
+    :param tensorboard_log: tensorboard log folder, or None
+    :param seed: seed of the policy initialisation, the episode seeds and the action samples
+    :param verbose: 0 silent, 1 training logs, 2 debug
+    :param device: torch device
+    :param _init_setup_model: build the networks now (False when loading)
+    """
+
+    def __init__(
+        self,
+        policy: str | type[DirPGPolicy],
+        env: GymEnv | str | None,
+        learning_rate: float | Schedule = 1e-3,
+        n_rollouts: int = 30,
+        variant: str = "trajectory",
+        batch_episodes: int | None = None,
+        max_episode_steps: int | None = None,
+        gamma: float = 1.0,
+        max_grad_norm: float | None = None,
+        policy_kwargs: dict[str, Any] | None = None,
+        stats_window_size: int = 100,
+        tensorboard_log: str | None = None,
+        seed: int | None = None,
+        verbose: int = 0,
+        device: th.device | str = "auto",
+        _init_setup_model: bool = True,
+    ) -> None:
+        if variant not in VARIANTS:
+            raise ValueError(f"Reinforce: variant must be one of {VARIANTS}, got {variant!r}")
+        self.variant = variant
+        super().__init__(
+            policy,
+            env,
+            n_rollouts,
+            learning_rate=learning_rate,
+            batch_episodes=batch_episodes,
+            max_episode_steps=max_episode_steps,
+            gamma=gamma,
+            max_grad_norm=max_grad_norm,
+            policy_kwargs=policy_kwargs,
+            stats_window_size=stats_window_size,
+            tensorboard_log=tensorboard_log,
+            seed=seed,
+            verbose=verbose,
+            device=device,
+            _init_setup_model=_init_setup_model,
+        )
+
+    def train(self, rollouts: Rollouts) -> None:
+        """One REINFORCE update, averaged over every rollout of the batch.
+
+        :param rollouts: the sampled trajectories
+        """
+        if self.variant == "trajectory":
+            weights = rollouts.returns(self.gamma)[rollouts.rollout]
+        else:
+            baseline = float(rollouts.rewards.mean())
+            weights = rollouts.rewards_to_go(self.gamma) - baseline
+            self.logger.record_mean("train/baseline", baseline)
+        log_prob = self._log_prob(rollouts)
+        weights_t = th.as_tensor(weights, dtype=log_prob.dtype, device=self.device)
+        loss = -(weights_t * log_prob).sum() / len(rollouts.lengths)
+        self._update(loss)
+
+    def learn(
+        self: SelfReinforce,
+        total_timesteps: int,
+        callback: MaybeCallback = None,
+        log_interval: int = 1,
+        tb_log_name: str = "Reinforce",
+        reset_num_timesteps: bool = True,
+        progress_bar: bool = False,
+    ) -> SelfReinforce:
+        """Train for at least ``total_timesteps`` environment interactions (every step of every rollout counts).
+
+        :param total_timesteps: interactions to train for
+        :param callback: callback(s), called once per lockstep iteration
+        :param log_interval: dump the logs every this many updates
+        :param tb_log_name: name of the tensorboard run
+        :param reset_num_timesteps: reset ``num_timesteps`` (False to continue a previous run)
+        :param progress_bar: show a progress bar (``pip install sb3-dirpg[extra]``)
+        :return: the trained model
+        """
+        return super().learn(total_timesteps, callback, log_interval, tb_log_name, reset_num_timesteps, progress_bar)
