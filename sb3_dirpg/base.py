@@ -16,8 +16,10 @@ from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.policies import BasePolicy
 from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, Schedule
 from stable_baselines3.common.utils import obs_as_tensor, safe_mean
+from stable_baselines3.common.vec_env import VecEnv
 
 from sb3_dirpg.policies import CnnPolicy, DirPGPolicy, MlpPolicy, MultiInputPolicy
+from sb3_dirpg.simulator.cloners import env_name
 from sb3_dirpg.vec_simulator import Heuristic, VecSimulator, check_vec_env, observation_transform, stack_observations
 
 SelfSimulatorAlgorithm = TypeVar("SelfSimulatorAlgorithm", bound="SimulatorAlgorithm")
@@ -125,32 +127,32 @@ class SimulatorAlgorithm(BaseAlgorithm):
     def _setup_model(self) -> None:
         self._setup_lr_schedule()
         self.set_random_seed(self.seed)
-        seeds = np.random.SeedSequence(self.seed).spawn(2)
-        self._episode_rng = np.random.default_rng(seeds[0])
-        self._search_rng = np.random.default_rng(seeds[1])
+        if getattr(self, "_episode_rng", None) is None:  # a loaded model keeps its generators and carries on
+            seeds = np.random.SeedSequence(self.seed).spawn(2)
+            self._episode_rng = np.random.default_rng(seeds[0])
+            self._search_rng = np.random.default_rng(seeds[1])
         self.policy = self.policy_class(self.observation_space, self.action_space, self.lr_schedule, **self.policy_kwargs)
         self.policy = self.policy.to(self.device)
         if self.env is not None:
-            self._setup_simulator()
+            self.simulator, self._obs_transform = self._build_simulator(self.env)
 
-    def _setup_simulator(self) -> None:
-        """Build the simulators from the VecEnv (this runs their determinism self-check)."""
+    def _build_simulator(self, venv: VecEnv) -> tuple[VecSimulator, Any]:
+        """Build (and self-check) the simulators of a VecEnv's sub-envs.
+
+        :param venv: the VecEnv
+        :return: the batch simulator and the VecEnv's observation transform
+        """
         name = type(self).__name__
-        self.simulator = VecSimulator.from_vec_env(self.env, self.heuristic, algo=name)
-        self._obs_transform = observation_transform(self.env)
-        if self.max_episode_steps is None and self.simulator.horizon is None:
+        simulator = VecSimulator.from_vec_env(venv, self.heuristic, algo=name)
+        if self.max_episode_steps is None and simulator.horizon is None:
             raise ValueError(
-                f"{name}: the env {self._env_name()} has no time limit; pass max_episode_steps=... or wrap it in "
-                "gymnasium.wrappers.TimeLimit so that every trajectory of the search ends"
+                f"{name}: the env {env_name(simulator.simulators[0])} has no time limit; pass max_episode_steps=... or wrap "
+                "it in gymnasium.wrappers.TimeLimit so that every trajectory of the search ends"
             )
-        for sim in self.simulator.simulators:  # fail now, before any training work, if the env cannot be snapshot
+        for sim in simulator.simulators:  # fail now, before any training work, if the env cannot be snapshot
             sim.reset(seed=0)
             sim.snapshot()
-
-    def _env_name(self) -> str:
-        sim = self.simulator.simulators[0] if self.simulator else None
-        spec = getattr(sim, "spec", None) if sim is not None else None
-        return repr(spec.id) if spec is not None else type(sim.unwrapped).__name__ if sim is not None else "?"
+        return simulator, observation_transform(venv)
 
     @property
     def n_batch_episodes(self) -> int:
@@ -165,14 +167,17 @@ class SimulatorAlgorithm(BaseAlgorithm):
         return self.simulator.horizon if self.simulator is not None else None
 
     def set_env(self, env: GymEnv, force_reset: bool = True) -> None:
-        """Use a new env (same spaces and number of sub-envs); its simulators are built and self-checked now.
+        """Use a new env (same spaces and number of sub-envs); it is checked and its simulators are built first, so a
+        refused env leaves the model unchanged.
 
         :param env: the new env
         :param force_reset: unused beyond SB3's meaning (the search resets every episode itself)
         """
-        super().set_env(env, force_reset=force_reset)
-        self._check_env_spaces()
-        self._setup_simulator()
+        venv = self._wrap_env(env, self.verbose)
+        check_vec_env(venv, type(self).__name__)
+        simulator, transform = self._build_simulator(venv)
+        super().set_env(venv, force_reset=force_reset)
+        self.simulator, self._obs_transform = simulator, transform
 
     def _excluded_save_params(self) -> list[str]:
         return [*super()._excluded_save_params(), "simulator", "_obs_transform"]

@@ -278,3 +278,20 @@ def test_learns_cartpole() -> None:
     mean = np.mean([ep["r"] for ep in model.ep_info_buffer])
     print(f"CartPole-v1: mean a_opt return over the last 100 episodes after {model.num_timesteps} interactions: {mean}")
     assert mean > 475
+
+
+def test_load_continues_the_episode_seed_stream(tmp_path) -> None:
+    model = small_model()
+    model.learn(1_000)
+    model.save(tmp_path / "m.zip")
+    expected = model._episode_rng.integers(0, 2**31 - 1, size=4)
+    loaded = DirPG.load(tmp_path / "m.zip", env=chain())
+    np.testing.assert_array_equal(loaded._episode_rng.integers(0, 2**31 - 1, size=4), expected)
+
+
+def test_refused_set_env_leaves_the_model_unchanged() -> None:
+    model = small_model()
+    env_before, simulator_before = model.get_env(), model.simulator
+    with pytest.raises(ValueError, match="max_episode_steps"):
+        model.set_env(NoTimeLimitEnv())
+    assert model.get_env() is env_before and model.simulator is simulator_before
