@@ -6,6 +6,7 @@ from __future__ import annotations
 import sys
 import time
 from abc import abstractmethod
+from collections.abc import Callable
 from typing import Any, ClassVar, TypeVar
 
 import numpy as np
@@ -203,6 +204,40 @@ class SimulatorAlgorithm(BaseAlgorithm):
         """
         with th.no_grad():
             return self.policy.action_logits(self.obs_to_policy_tensor(obs)).cpu().numpy()
+
+    def search_policy_function(self) -> Callable[[list[Any], np.ndarray], np.ndarray]:
+        """The policy function for one search (the policy is fixed during a search).
+
+        With integer-valued observations (MiniGrid views, one-hot or discrete states), identical observations recur
+        often in a search tree, so logits are memoised by observation bytes and only unseen observations are forwarded.
+
+        :return: a function from raw observations and masks to logits
+        """
+        space = self.simulator.simulators[0].observation_space
+        subspaces = space.spaces.values() if isinstance(space, spaces.Dict) else [space]
+        if not all(np.issubdtype(sub.dtype, np.integer) for sub in subspaces):
+            return self.policy_logits
+        cache: dict[Any, np.ndarray] = {}
+        is_dict = isinstance(space, spaces.Dict)
+
+        def key_of(obs: Any) -> Any:
+            if is_dict:
+                return tuple(np.asarray(v).tobytes() for v in obs.values())
+            return np.asarray(obs).tobytes()
+
+        def memoised(obs: list[Any], masks: np.ndarray) -> np.ndarray:
+            keys = [key_of(o) for o in obs]
+            todo = {}
+            for i, k in enumerate(keys):
+                if k not in cache and k not in todo:
+                    todo[k] = i
+            if todo:
+                rows = list(todo.values())
+                logits = self.policy_logits([obs[i] for i in rows], masks[rows])
+                cache.update(zip(todo.keys(), logits))
+            return np.stack([cache[k] for k in keys])
+
+        return memoised
 
     def _iteration_hook(self, callback: BaseCallback) -> Any:
         """:return: a function that counts the interactions of one lockstep iteration and calls the callback"""

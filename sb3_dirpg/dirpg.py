@@ -128,7 +128,8 @@ class DirPG(SimulatorAlgorithm):
         """
         if self.simulator is None:
             raise ValueError("DirPG.search() needs an env: pass one to the constructor or call set_env()")
-        search = TopDownSearch(self.simulator, self.policy_logits, config or self.search_config())
+        self.simulator.ensure_simulators(len(seeds))
+        search = TopDownSearch(self.simulator, self.search_policy_function(), config or self.search_config())
         hook = self._iteration_hook(callback) if callback is not None else None
         return search.run(seeds, self._search_rng, on_iteration=hook)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -118,6 +119,18 @@ class VecSimulator:
             inner = strip_monitor(env)
             sims.append(inner if isinstance(inner, SimulatorWrapper) else SimulatorWrapper(inner))
         return cls(sims, heuristic)
+
+    def ensure_simulators(self, n: int) -> None:
+        """Give every one of ``n`` concurrently searched episodes a simulator of its own (deep copies of the first).
+
+        Restoring a snapshot of the episode a simulator last ran is cheaper (cloners skip unchanged parts, and the
+        env's data stays in cache) than switching between episodes at every step.
+
+        :param n: number of episodes searched together
+        """
+        while len(self.simulators) < n:
+            first = self.simulators[0]
+            self.simulators.append(SimulatorWrapper(copy.deepcopy(first.env), cloner=first.cloner_spec))
 
     @property
     def horizon(self) -> int | None:

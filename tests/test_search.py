@@ -239,3 +239,23 @@ def test_all_false_mask_raises() -> None:
     mdp = TabularMDP(2, 2, horizon=3, mask_fn=lambda t, s: np.array([t < 1, False]))
     with pytest.raises(ValueError, match="all-false action mask"):
         run_search(mdp, random_theta(mdp, seed=0), 4, seed=0, budget=0)
+
+
+def test_outcome_of_an_episode_does_not_depend_on_its_batch() -> None:
+    """Each episode draws from its own generator: searching it alone or in a batch gives the same a_opt and a_dir."""
+    mdp = TabularMDP(**STOCHASTIC)
+    theta = random_theta(mdp, seed=21)
+    config = SearchConfig(epsilon=1.0, budget=6, early_stop=True)
+    seeds = [5, 6, 7, 8]
+    streams = np.random.default_rng(22).spawn(len(seeds))
+    together = TopDownSearch(mdp, tabular_policy(theta), config).run(
+        seeds, [np.random.default_rng(s.bit_generator.seed_seq) for s in streams]
+    )
+    for i, seed in enumerate(seeds):
+        alone = TopDownSearch(mdp, tabular_policy(theta), config).run(
+            [seed], [np.random.default_rng(streams[i].bit_generator.seed_seq)]
+        )
+        a, b = together.episodes[i], alone.episodes[0]
+        assert together.actions(a.opt_leaf) == alone.actions(b.opt_leaf)
+        assert together.actions(a.dir_leaf) == alone.actions(b.dir_leaf)
+        assert (a.g_opt, a.d_dir, a.interactions) == (b.g_opt, b.d_dir, b.interactions)

@@ -7,6 +7,8 @@ from typing import Any
 import gymnasium as gym
 from gymnasium import spaces
 
+from sb3_dirpg.simulator.registry import register_wrapper_attrs
+
 DEFAULT_DOOR_REWARD = 30.0
 DEFAULT_GOAL_REWARD = 100.0
 DEFAULT_PICKUP_REWARD = 5.0
@@ -122,3 +124,8 @@ def make_minigrid_env(
     if shaped_reward:
         env = MiniGridShapedReward(env, door_reward=door_reward, goal_reward=goal_reward, pickup_reward=pickup_reward)
     return DirectionImageObs(env)
+
+
+# both wrappers keep no state between steps: snapshots need not save anything for them
+register_wrapper_attrs(DirectionImageObs, ())
+register_wrapper_attrs(MiniGridShapedReward, ())

@@ -1,6 +1,6 @@
 """Lazy top-down A* sampling of trajectories (the DirPG search). Knows nothing about SB3 or torch."""
 
-from sb3_dirpg.search.gumbel import masked_log_softmax, masked_logsumexp, sample_gumbel, truncated_gumbel
+from sb3_dirpg.search.gumbel import masked_log_softmax, masked_logsumexp, sample_gumbel, truncate_gumbel, truncated_gumbel
 from sb3_dirpg.search.protocols import BatchSimulator, PolicyFunction, Transitions
 from sb3_dirpg.search.top_down import (
     PRIORITIES,
@@ -30,5 +30,6 @@ __all__ = [
     "masked_log_softmax",
     "masked_logsumexp",
     "sample_gumbel",
+    "truncate_gumbel",
     "truncated_gumbel",
 ]

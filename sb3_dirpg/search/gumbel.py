@@ -22,23 +22,32 @@ def sample_gumbel(
     return loc - np.log(rng.standard_exponential(size))
 
 
+def truncate_gumbel(g: np.ndarray, upper: np.ndarray) -> np.ndarray:
+    """Turn ``g ~ Gumbel(loc)`` into a draw of ``Gumbel(loc)`` conditioned on being at most ``upper``.
+
+    Uses the stable form ``b - softplus(b - g)`` with ``b = upper``, which equals ``-log(exp(-b) + exp(-g))``
+    without ever exponentiating large numbers.
+
+    :param g: untruncated Gumbel draws, shape (n,)
+    :param upper: truncation points, shape (n,)
+    :return: the truncated variates, shape (n,)
+    """
+    upper = np.asarray(upper, dtype=np.float64)
+    with np.errstate(invalid="ignore"):
+        out = upper - np.logaddexp(0.0, upper - g)
+    # g == -inf (empty region) gives upper - inf = -inf, as it should
+    return np.where(np.isneginf(g), -np.inf, out)
+
+
 def truncated_gumbel(rng: np.random.Generator, loc: np.ndarray, upper: np.ndarray) -> np.ndarray:
     """Draw ``Gumbel(loc)`` conditioned on being at most ``upper``.
-
-    Uses the stable form ``b - softplus(b - g)`` with ``g ~ Gumbel(loc)``, ``b = upper``,
-    which equals ``-log(exp(-b) + exp(-g))`` without ever exponentiating large numbers.
 
     :param rng: numpy random generator
     :param loc: locations, shape (n,)
     :param upper: truncation points, shape (n,)
     :return: the truncated variates, shape (n,)
     """
-    upper = np.asarray(upper, dtype=np.float64)
-    g = sample_gumbel(rng, loc, np.shape(upper))
-    with np.errstate(invalid="ignore"):
-        out = upper - np.logaddexp(0.0, upper - g)
-    # g == -inf (empty region) gives upper - inf = -inf, as it should
-    return np.where(np.isneginf(g), -np.inf, out)
+    return truncate_gumbel(sample_gumbel(rng, loc, np.shape(upper)), upper)
 
 
 def masked_logsumexp(values: np.ndarray, mask: np.ndarray) -> np.ndarray:

@@ -6,13 +6,15 @@ policy is evaluated once per iteration on every popped node that has not been ev
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import heapq
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from sb3_dirpg.search.gumbel import masked_log_softmax, masked_logsumexp, sample_gumbel, truncated_gumbel
+from sb3_dirpg.search.gumbel import masked_log_softmax, masked_logsumexp, truncate_gumbel
 from sb3_dirpg.search.protocols import BatchSimulator, PolicyFunction, Transitions
 from sb3_dirpg.search.tree import SearchTree
 
@@ -175,6 +177,19 @@ class SearchResult:
         )
 
 
+@contextlib.contextmanager
+def _cyclic_gc_paused() -> Iterator[None]:
+    """Pause Python's cyclic garbage collector: a search allocates many small acyclic objects (snapshots, observations)
+    that reference counting frees, and full collections over a large tree cost more than the search itself."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
 def _check_masks(masks: np.ndarray, terminal: np.ndarray, episodes: np.ndarray, where: str) -> None:
     empty = ~masks.any(axis=1) & ~terminal
     if empty.any():
@@ -253,16 +268,30 @@ class TopDownSearch:
     # -- the search ------------------------------------------------------------------------------------------
 
     def run(
-        self, seeds: Sequence[int], rng: np.random.Generator, on_iteration: Callable[[int], bool] | None = None
+        self,
+        seeds: Sequence[int],
+        rng: np.random.Generator | Sequence[np.random.Generator],
+        on_iteration: Callable[[int], bool] | None = None,
     ) -> SearchResult:
         """Search ``a_opt`` and ``a_dir`` for one episode per seed.
 
         :param seeds: one seed per episode, passed to the simulator's reset
-        :param rng: source of the Gumbel noise and action sampling
+        :param rng: source of the Gumbel noise and action sampling: one generator per episode, or one generator that
+            is spawned into one per episode. Each episode draws only from its own generator, so its outcome does not
+            depend on which other episodes share the batch.
         :param on_iteration: called after every lockstep iteration with the number of interactions it made;
             returning False stops every search of the batch (``SearchResult.stopped`` is then True)
         :return: the tree and the per-episode outcomes
         """
+        with _cyclic_gc_paused():
+            return self._run(seeds, rng, on_iteration)
+
+    def _run(
+        self,
+        seeds: Sequence[int],
+        rng: np.random.Generator | Sequence[np.random.Generator],
+        on_iteration: Callable[[int], bool] | None,
+    ) -> SearchResult:
         cfg = self.config
         n_eps = len(seeds)
         tree = SearchTree(self.n_actions, capacity=n_eps * (min(cfg.budget, 256) + (cfg.horizon or 32) + 1))
@@ -275,7 +304,10 @@ class TopDownSearch:
             log_p=np.zeros(n_eps), reward=np.zeros(n_eps), ret=np.zeros(n_eps), terminal=np.zeros(n_eps, bool),
             legal=root.masks, lower=lower, upper=upper, obs=root.obs, snapshots=root.snapshots,
         )  # fmt: skip
-        g_root = sample_gumbel(rng, np.zeros(n_eps))
+        rngs = rng.spawn(n_eps) if isinstance(rng, np.random.Generator) else list(rng)
+        if len(rngs) != n_eps:
+            raise ValueError(f"need one random generator per episode: {len(rngs)} for {n_eps} seeds")
+        g_root = -np.log(np.array([r.standard_exponential() for r in rngs]))  # Gumbel(0)
         root_regions = tree.add_regions(root_ids, np.asarray(root.masks, dtype=bool), g_root)
 
         results = [EpisodeSearch(seed=int(s)) for s in seeds]
@@ -309,7 +341,7 @@ class TopDownSearch:
                 break
             eps_arr = np.asarray(popped_eps, dtype=np.int64)
             regs = np.asarray(popped_regions, dtype=np.int64)
-            self._expand(tree, eps_arr, regs, rng, results, heaps, phase, d_best, search_interactions)
+            self._expand(tree, eps_arr, regs, rngs, results, heaps, phase, d_best, search_interactions)
             if on_iteration is not None and on_iteration(len(popped_eps)) is False:
                 stopped = True
                 break
@@ -340,7 +372,7 @@ class TopDownSearch:
         tree: SearchTree,
         eps_arr: np.ndarray,
         regs: np.ndarray,
-        rng: np.random.Generator,
+        rngs: list[np.random.Generator],
         results: list[EpisodeSearch],
         heaps: list[list],
         phase: list[int],
@@ -348,6 +380,11 @@ class TopDownSearch:
         search_interactions: np.ndarray,
     ) -> None:
         cfg = self.config
+        uniforms = np.empty(len(regs))
+        exponentials = np.empty(len(regs))
+        for i, e in enumerate(eps_arr.tolist()):  # each episode draws from its own stream, in a fixed order
+            uniforms[i] = rngs[e].random()
+            exponentials[i] = rngs[e].standard_exponential()
         nodes = tree.regions.node[regs]
         self._evaluate(tree, nodes)
         legal_set = tree.regions.legal[regs]
@@ -359,7 +396,7 @@ class TopDownSearch:
         probs = np.where(legal_set, np.exp(log_pi), 0.0)
         cum = np.cumsum(probs, axis=1)
         total = cum[:, -1]
-        u = rng.random(len(regs)) * total
+        u = uniforms * total
         actions = np.where(total > 0, (cum > u[:, None]).argmax(axis=1), legal_set.argmax(axis=1))
 
         # the remainder region (same prefix, the sampled action removed) gets a truncated Gumbel
@@ -367,7 +404,7 @@ class TopDownSearch:
         rest[rows, actions] = False
         has_rest = rest.any(axis=1)
         mu = tree.nodes.log_p[nodes] + masked_logsumexp(log_pi, rest)
-        g_rest = truncated_gumbel(rng, mu, g)
+        g_rest = truncate_gumbel(mu - np.log(exponentials), g)
 
         # one environment interaction per popped region
         trans = self.simulator.step([tree.snapshots[i] for i in nodes], actions, eps_arr)

@@ -306,6 +306,7 @@ class SimulatorWrapper(gym.Wrapper):
         else:
             raise TypeError(f"SimulatorWrapper: cloner must be None, 'deepcopy', 'replay' or a Cloner, got {cloner!r}")
         self.cloner = resolved
+        self.cloner_spec = cloner  # what the user asked for, to build equivalent wrappers
         if isinstance(resolved, DeepcopyCloner):
             resolved.snapshot(self._sim_base)  # fail now (NotClonableError) rather than in the middle of a search
         self._savers = tuple(saver for saver in map(_LayerSaver, layers) if saver.generic or saver.names)
