@@ -117,13 +117,18 @@ class DirPG(SimulatorAlgorithm):
         return SearchConfig(**settings)
 
     def search(
-        self, seeds: list[int], config: SearchConfig | None = None, callback: BaseCallback | None = None
+        self,
+        seeds: list[int],
+        config: SearchConfig | None = None,
+        callback: BaseCallback | None = None,
+        rng: np.random.Generator | list[np.random.Generator] | None = None,
     ) -> SearchResult:
         """Run the search for one episode per seed with the current policy (no update).
 
         :param seeds: episode seeds
         :param config: search settings (default: :meth:`search_config`)
         :param callback: called once per lockstep iteration (counts ``num_timesteps``), or None
+        :param rng: the search noise: one generator per episode, or one to spawn them from (default: the model's)
         :return: the search result
         """
         if self.simulator is None:
@@ -131,7 +136,7 @@ class DirPG(SimulatorAlgorithm):
         self.simulator.ensure_simulators(len(seeds))
         search = TopDownSearch(self.simulator, self.search_policy_function(), config or self.search_config())
         hook = self._iteration_hook(callback) if callback is not None else None
-        return search.run(seeds, self._search_rng, on_iteration=hook)
+        return search.run(seeds, self._search_rng if rng is None else rng, on_iteration=hook)
 
     def collect_and_train(self, callback: BaseCallback) -> bool:
         """Search one batch of episodes and make one DirPG update.
