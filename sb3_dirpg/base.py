@@ -6,7 +6,6 @@ from __future__ import annotations
 import sys
 import time
 from abc import abstractmethod
-from collections.abc import Callable
 from typing import Any, ClassVar, TypeVar
 
 import numpy as np
@@ -16,12 +15,13 @@ from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.policies import BasePolicy
 from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, Schedule
-from stable_baselines3.common.utils import obs_as_tensor, safe_mean
+from stable_baselines3.common.utils import safe_mean
 from stable_baselines3.common.vec_env import VecEnv
 
 from sb3_dirpg.policies import CnnPolicy, DirPGPolicy, MlpPolicy, MultiInputPolicy
+from sb3_dirpg.policy_function import BatchedPolicy, ObservationTransform, PolicyFunction
 from sb3_dirpg.simulator.cloners import env_name
-from sb3_dirpg.vec_simulator import Heuristic, VecSimulator, check_vec_env, observation_transform, stack_observations
+from sb3_dirpg.vec_simulator import Heuristic, VecSimulator, check_vec_env
 
 SelfSimulatorAlgorithm = TypeVar("SelfSimulatorAlgorithm", bound="SimulatorAlgorithm")
 
@@ -137,7 +137,7 @@ class SimulatorAlgorithm(BaseAlgorithm):
         if self.env is not None:
             self.simulator, self._obs_transform = self._build_simulator(self.env)
 
-    def _build_simulator(self, venv: VecEnv) -> tuple[VecSimulator, Any]:
+    def _build_simulator(self, venv: VecEnv) -> tuple[VecSimulator, ObservationTransform]:
         """Build (and self-check) the simulators of a VecEnv's sub-envs.
 
         :param venv: the VecEnv
@@ -153,7 +153,7 @@ class SimulatorAlgorithm(BaseAlgorithm):
         for sim in simulator.simulators:  # fail now, before any training work, if the env cannot be snapshot
             sim.reset(seed=0)
             sim.snapshot()
-        return simulator, observation_transform(venv)
+        return simulator, ObservationTransform.of(venv)
 
     @property
     def n_batch_episodes(self) -> int:
@@ -188,56 +188,30 @@ class SimulatorAlgorithm(BaseAlgorithm):
 
     # -- policy evaluation -----------------------------------------------------------------------------------
 
+    @property
+    def batched_policy(self) -> BatchedPolicy:
+        """:return: the policy evaluated on raw sub-env observations (VecEnv observation transforms applied)"""
+        if self.simulator is None:
+            raise ValueError(f"{type(self).__name__} has no env: pass one to the constructor or call set_env()")
+        return BatchedPolicy(self.policy, self.simulator.simulators[0].observation_space, self._obs_transform)
+
     def obs_to_policy_tensor(self, obs: list[Any]) -> th.Tensor | dict[str, th.Tensor]:
         """:param obs: raw observations of single sub-envs
-        :return: the batch as the policy sees it (VecEnv observation transforms applied)"""
-        return obs_as_tensor(
-            self._obs_transform(stack_observations(obs, self.simulator.simulators[0].observation_space)), self.device
-        )
+        :return: the batch as the policy sees it"""
+        return self.batched_policy.to_tensor(obs)
 
     def policy_logits(self, obs: list[Any], masks: np.ndarray) -> np.ndarray:
-        """The search's policy function: one batched forward without gradients.
+        """One batched forward without gradients (the search's policy function).
 
         :param obs: raw observations
         :param masks: legal actions (the search applies them)
         :return: action logits, shape (n, n_actions)
         """
-        with th.no_grad():
-            return self.policy.action_logits(self.obs_to_policy_tensor(obs)).cpu().numpy()
+        return self.batched_policy.logits(obs, masks)
 
-    def search_policy_function(self) -> Callable[[list[Any], np.ndarray], np.ndarray]:
-        """The policy function for one search (the policy is fixed during a search).
-
-        With integer-valued observations (MiniGrid views, one-hot or discrete states), identical observations recur
-        often in a search tree, so logits are memoised by observation bytes and only unseen observations are forwarded.
-
-        :return: a function from raw observations and masks to logits
-        """
-        space = self.simulator.simulators[0].observation_space
-        subspaces = space.spaces.values() if isinstance(space, spaces.Dict) else [space]
-        if not all(np.issubdtype(sub.dtype, np.integer) for sub in subspaces):
-            return self.policy_logits
-        cache: dict[Any, np.ndarray] = {}
-        is_dict = isinstance(space, spaces.Dict)
-
-        def key_of(obs: Any) -> Any:
-            if is_dict:
-                return tuple(np.asarray(v).tobytes() for v in obs.values())
-            return np.asarray(obs).tobytes()
-
-        def memoised(obs: list[Any], masks: np.ndarray) -> np.ndarray:
-            keys = [key_of(o) for o in obs]
-            todo = {}
-            for i, k in enumerate(keys):
-                if k not in cache and k not in todo:
-                    todo[k] = i
-            if todo:
-                rows = list(todo.values())
-                logits = self.policy_logits([obs[i] for i in rows], masks[rows])
-                cache.update(zip(todo.keys(), logits))
-            return np.stack([cache[k] for k in keys])
-
-        return memoised
+    def search_policy_function(self) -> PolicyFunction:
+        """:return: the policy function for one search, memoised by observation when observations are integers"""
+        return self.batched_policy.search_function()
 
     def _iteration_hook(self, callback: BaseCallback) -> Any:
         """:return: a function that counts the interactions of one lockstep iteration and calls the callback"""

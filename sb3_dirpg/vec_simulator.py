@@ -20,18 +20,6 @@ Heuristic = Callable[[gym.Env], "float | tuple[float, float]"]
 _STATELESS_VEC_WRAPPERS = (VecMonitor, VecTransposeImage)
 
 
-def stack_observations(obs: Sequence[Any], space: spaces.Space) -> np.ndarray | dict[str, np.ndarray]:
-    """Stack single observations into a batch the way a ``VecEnv`` would.
-
-    :param obs: observations of single envs
-    :param space: the observation space
-    :return: a batched array, or a dict of batched arrays for Dict spaces
-    """
-    if isinstance(space, spaces.Dict):
-        return {key: np.stack([np.asarray(o[key]) for o in obs]) for key in space.spaces}
-    return np.stack([np.asarray(o) for o in obs])
-
-
 def _vec_wrappers(venv: VecEnv) -> list[VecEnvWrapper]:
     layers = []
     while isinstance(venv, VecEnvWrapper):
@@ -63,22 +51,6 @@ def check_vec_env(venv: VecEnv, algo: str) -> None:
         )
     if not isinstance(base, DummyVecEnv):
         raise ValueError(f"{algo} needs a DummyVecEnv (got {type(base).__name__}) so that it can snapshot the sub-envs")
-
-
-def observation_transform(venv: VecEnv) -> Callable[[Any], Any]:
-    """The observation transformation applied by the VecEnv's wrappers (image transposition), as a function.
-
-    :param venv: the training VecEnv
-    :return: a function from a stacked batch of raw observations to what the policy sees
-    """
-    transposers = [layer for layer in _vec_wrappers(venv) if isinstance(layer, VecTransposeImage)]
-
-    def transform(batch: Any) -> Any:
-        for layer in reversed(transposers):
-            batch = layer.transpose_observations(batch)
-        return batch
-
-    return transform
 
 
 class VecSimulator:

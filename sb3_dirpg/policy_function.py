@@ -1,0 +1,126 @@
+"""Batched, gradient-free policy evaluation for the search, from raw sub-env observations."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import torch as th
+from gymnasium import spaces
+from stable_baselines3.common.utils import obs_as_tensor
+from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper, VecTransposeImage
+
+from sb3_dirpg.policies import DirPGPolicy
+
+PolicyFunction = Callable[[list[Any], np.ndarray], np.ndarray]
+
+
+def stack_observations(obs: Sequence[Any], space: spaces.Space) -> np.ndarray | dict[str, np.ndarray]:
+    """Stack single observations into a batch the way a ``VecEnv`` would.
+
+    :param obs: observations of single envs
+    :param space: the observation space
+    :return: a batched array, or a dict of batched arrays for Dict spaces
+    """
+    if isinstance(space, spaces.Dict):
+        return {key: np.stack([np.asarray(o[key]) for o in obs]) for key in space.spaces}
+    return np.stack([np.asarray(o) for o in obs])
+
+
+class ObservationTransform:
+    """The image transposition a ``VecTransposeImage`` applies, as a picklable function of a stacked batch.
+
+    :param transposed: for each VecTransposeImage layer (outermost first), the Dict keys it transposes, or None when
+        it transposes the whole (Box) observation
+    """
+
+    def __init__(self, transposed: list[list[str] | None]) -> None:
+        self.transposed = transposed
+
+    @classmethod
+    def of(cls, venv: VecEnv) -> ObservationTransform:
+        """:param venv: a VecEnv, possibly wrapped
+        :return: the transformation its VecTransposeImage layers apply"""
+        layers = []
+        while isinstance(venv, VecEnvWrapper):
+            if isinstance(venv, VecTransposeImage):
+                layers.append(list(venv.image_space_keys) if hasattr(venv, "image_space_keys") else None)
+            venv = venv.venv
+        return cls(layers)
+
+    def __call__(self, batch: Any) -> Any:
+        """:param batch: stacked raw observations
+        :return: what the policy sees"""
+        for keys in reversed(self.transposed):
+            if keys is None:
+                batch = VecTransposeImage.transpose_image(batch)
+            else:
+                batch = dict(batch)
+                for key in keys:
+                    batch[key] = VecTransposeImage.transpose_image(batch[key])
+        return batch
+
+
+class BatchedPolicy:
+    """Evaluates a :class:`~sb3_dirpg.policies.DirPGPolicy` on lists of raw observations.
+
+    :param policy: the policy
+    :param observation_space: the raw (sub-env) observation space
+    :param transform: the VecEnv's observation transformation
+    """
+
+    def __init__(self, policy: DirPGPolicy, observation_space: spaces.Space, transform: ObservationTransform) -> None:
+        self.policy = policy
+        self.observation_space = observation_space
+        self.transform = transform
+        subspaces = observation_space.spaces.values() if isinstance(observation_space, spaces.Dict) else [observation_space]
+        self.integer_observations = all(np.issubdtype(sub.dtype, np.integer) for sub in subspaces)
+
+    def to_tensor(self, obs: list[Any]) -> th.Tensor | dict[str, th.Tensor]:
+        """:param obs: raw observations
+        :return: the batch as the policy sees it"""
+        return obs_as_tensor(self.transform(stack_observations(obs, self.observation_space)), self.policy.device)
+
+    def logits(self, obs: list[Any], masks: np.ndarray) -> np.ndarray:
+        """One batched forward without gradients.
+
+        :param obs: raw observations
+        :param masks: legal actions (the search applies them)
+        :return: action logits, shape (n, n_actions)
+        """
+        with th.no_grad():
+            return self.policy.action_logits(self.to_tensor(obs)).cpu().numpy()
+
+    def search_function(self) -> PolicyFunction:
+        """The policy function for one search (the policy is fixed during a search).
+
+        With integer-valued observations (MiniGrid views, one-hot or discrete states), identical observations recur
+        often in a search tree, so logits are memoised by observation bytes and only unseen observations are forwarded.
+
+        :return: a function from raw observations and masks to logits
+        """
+        if not self.integer_observations:
+            return self.logits
+        cache: dict[Any, np.ndarray] = {}
+        if isinstance(self.observation_space, spaces.Dict):
+
+            def key_of(obs: Any) -> Any:
+                return tuple(np.asarray(v).tobytes() for v in obs.values())
+        else:
+
+            def key_of(obs: Any) -> Any:
+                return np.asarray(obs).tobytes()
+
+        def memoised(obs: list[Any], masks: np.ndarray) -> np.ndarray:
+            keys = [key_of(o) for o in obs]
+            todo: dict[Any, int] = {}
+            for i, k in enumerate(keys):
+                if k not in cache and k not in todo:
+                    todo[k] = i
+            if todo:
+                rows = list(todo.values())
+                cache.update(zip(todo.keys(), self.logits([obs[i] for i in rows], masks[rows])))
+            return np.stack([cache[k] for k in keys])
+
+        return memoised
