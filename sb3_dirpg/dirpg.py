@@ -10,8 +10,10 @@ from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, Schedule
 
 from sb3_dirpg.base import SimulatorAlgorithm
+from sb3_dirpg.parallel import SearchShare, SearchWorkerPool, merge_shares, split_batch
 from sb3_dirpg.policies import DirPGPolicy
-from sb3_dirpg.search import SearchConfig, SearchResult, TopDownSearch
+from sb3_dirpg.search import EpisodeSearch, SearchConfig, SearchResult, TopDownSearch
+from sb3_dirpg.simulator import strip_monitor
 from sb3_dirpg.vec_simulator import Heuristic
 
 SelfDirPG = TypeVar("SelfDirPG", bound="DirPG")
@@ -51,6 +53,8 @@ class DirPG(SimulatorAlgorithm):
     :param verbose: 0 silent, 1 training logs, 2 debug
     :param device: torch device
     :param _init_setup_model: build the networks now (False when loading)
+    :param n_workers: extra worker processes that search shares of each batch with a copy of the policy (0: search in
+        this process only). The results do not depend on it; callbacks see the share searched in this process.
     """
 
     def __init__(
@@ -76,7 +80,12 @@ class DirPG(SimulatorAlgorithm):
         verbose: int = 0,
         device: th.device | str = "auto",
         _init_setup_model: bool = True,
+        n_workers: int = 0,
     ) -> None:
+        if int(n_workers) != n_workers or n_workers < 0:
+            raise ValueError(f"DirPG: n_workers must be a non-negative integer number of processes, got {n_workers!r}")
+        self.n_workers = int(n_workers)
+        self._worker_pool: SearchWorkerPool | None = None
         # validates ε, budget, priority and α before any env is built
         SearchConfig(epsilon=epsilon, budget=search_budget, priority=priority, alpha=alpha, gamma=gamma)
         if priority == "astar" and alpha > 0 and heuristic is None:
@@ -145,20 +154,52 @@ class DirPG(SimulatorAlgorithm):
         :return: False when the callback asked to stop
         """
         seeds = self._episode_rng.integers(0, 2**31 - 1, size=self.n_batch_episodes).tolist()
-        result = self.search(seeds, callback=callback)
-        if result.stopped:
-            return False
-        self._log_search(result)
-        self.train(result)
+        rngs = self._search_rng.spawn(len(seeds))
+        if self.n_workers == 0:
+            result = self.search(seeds, callback=callback, rng=rngs)
+            if result.stopped:
+                return False
+            batch = SearchShare.of(result)
+        else:
+            batch = self._search_with_workers(seeds, rngs, callback)
+            if batch is None:
+                return False
+        self._log_search(batch.episodes)
+        self.train(batch)
         return True
 
-    def train(self, result: SearchResult) -> None:
+    def _search_with_workers(
+        self, seeds: list[int], rngs: list[np.random.Generator], callback: BaseCallback
+    ) -> SearchShare | None:
+        """Search the first share here and the others in the worker processes, at the same time.
+
+        :return: the merged batch, or None when the callback asked to stop
+        """
+        if self._worker_pool is None:
+            env = strip_monitor(self.env.unwrapped.envs[0])
+            self._worker_pool = SearchWorkerPool(env, self.heuristic, self.policy, self._obs_transform, self.n_workers)
+        parts = split_batch(list(zip(seeds, rngs)), self.n_workers + 1)
+        own, others = parts[0], [part for part in parts[1:] if part]
+        self._worker_pool.submit(self.policy, [([s for s, _ in p], [r for _, r in p]) for p in others], self.search_config())
+        shares = []
+        stopped = False
+        if own:
+            result = self.search([s for s, _ in own], callback=callback, rng=[r for _, r in own])
+            stopped = result.stopped
+            shares.append(SearchShare.of(result))
+        shares.extend(self._worker_pool.gather(len(others)))
+        if stopped:
+            return None
+        self.num_timesteps += sum(ep.interactions for share in shares[1 if own else 0 :] for ep in share.episodes)
+        return merge_shares(shares)
+
+    def train(self, batch: SearchShare) -> None:
         """One DirPG update from a batch of searched episodes.
 
-        :param result: the search result
+        :param batch: the per-episode outcomes and the steps where ``a_dir`` and ``a_opt`` differ
         """
-        steps = result.update_steps()
-        n_episodes = sum(ep.opt_leaf >= 0 for ep in result.episodes)
+        steps = batch.steps
+        n_episodes = sum(ep.opt_leaf >= 0 for ep in batch.episodes)
         self.logger.record("train/learning_rate", self.lr_schedule(self._current_progress_remaining))
         if len(steps.actions) == 0:
             self.logger.record_mean("train/loss", 0.0)
@@ -176,10 +217,10 @@ class DirPG(SimulatorAlgorithm):
         self.logger.record_mean("train/grad_norm", grad_norm)
         self.logger.record("train/n_updates", self._n_updates, exclude="tensorboard")
 
-    def _log_search(self, result: SearchResult) -> None:
-        found = [ep for ep in result.episodes if ep.opt_leaf >= 0]
+    def _log_search(self, episodes: list[EpisodeSearch]) -> None:
+        found = [ep for ep in episodes if ep.opt_leaf >= 0]
         for ep in found:
-            self._record_episode(result.tree.undiscounted_return(ep.opt_leaf), ep.length_opt)
+            self._record_episode(ep.reward_sum_opt, ep.length_opt)
         improved = [ep for ep in found if ep.improved]
         log = self.logger.record_mean
         log("search/improved_fraction", len(improved) / max(1, len(found)))
@@ -195,6 +236,24 @@ class DirPG(SimulatorAlgorithm):
         log("search/regions_pruned", float(np.mean([ep.pruned for ep in found])))
         budget_spent = th.as_tensor([ep.interactions - ep.length_opt for ep in found], dtype=th.float32)
         self.logger.record("search/budget_spent", budget_spent, exclude=("stdout", "log", "json", "csv"))
+
+    def set_env(self, env: GymEnv, force_reset: bool = True) -> None:
+        """Use a new env (see :meth:`SimulatorAlgorithm.set_env`); search workers are restarted with it.
+
+        :param env: the new env
+        :param force_reset: see SB3
+        """
+        super().set_env(env, force_reset=force_reset)
+        self.close_workers()
+
+    def close_workers(self) -> None:
+        """Stop the search worker processes (they start again at the next ``learn``)."""
+        if self._worker_pool is not None:
+            self._worker_pool.close()
+            self._worker_pool = None
+
+    def _excluded_save_params(self) -> list[str]:
+        return [*super()._excluded_save_params(), "_worker_pool"]
 
     def learn(
         self: SelfDirPG,

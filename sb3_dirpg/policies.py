@@ -137,6 +137,10 @@ class DirPGPolicy(BasePolicy):
             activation_fn=self.activation_fn,
             ortho_init=self.ortho_init,
             lr_schedule=self._dummy_schedule,
+            features_extractor_class=self.features_extractor_class,
+            features_extractor_kwargs=self.features_extractor_kwargs,
+            optimizer_class=self.optimizer_class,
+            optimizer_kwargs=self.optimizer_kwargs,
         )
         return data
 

@@ -295,3 +295,13 @@ def test_refused_set_env_leaves_the_model_unchanged() -> None:
     with pytest.raises(ValueError, match="max_episode_steps"):
         model.set_env(NoTimeLimitEnv())
     assert model.get_env() is env_before and model.simulator is simulator_before
+
+
+def test_policy_save_load_keeps_the_architecture(tmp_path) -> None:
+    env = make_minigrid_env("MiniGrid-Empty-5x5-v0")
+    kwargs = dict(features_extractor_class=MiniGridCNN, net_arch=[7], normalize_images=False, optimizer_class=th.optim.SGD)
+    model = DirPG("MultiInputPolicy", env, policy_kwargs=kwargs, seed=0)
+    model.policy.save(tmp_path / "policy.pth")
+    policy = type(model.policy).load(tmp_path / "policy.pth")
+    assert isinstance(policy.features_extractor, MiniGridCNN) and policy.net_arch == [7]
+    assert type(policy.optimizer) is th.optim.SGD

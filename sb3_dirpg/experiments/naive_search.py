@@ -222,6 +222,7 @@ def _search_episode(
             result.trajectories += 1
             if not searching_dir:
                 result.opt_leaf = result.dir_leaf = leaf
+                result.reward_sum_opt = index.undiscounted_return(leaf)
                 result.g_opt, result.return_opt, result.return_dir, result.d_opt, result.d_dir = g, child.ret, child.ret, d, d
                 d_best, searching_dir = d, True
                 if cfg.priority != "gumbel":

@@ -91,6 +91,7 @@ class EpisodeSearch:
     :param dir_leaf: last node of ``a_dir`` (``opt_leaf`` when nothing improved)
     :param g_opt: ``G(a_opt)``, distributed as ``Gumbel(0)``
     :param return_opt: return of ``a_opt``
+    :param reward_sum_opt: undiscounted sum of the rewards of ``a_opt`` (what SB3 reports as the episode reward)
     :param return_dir: return of ``a_dir``
     :param d_opt: ``D(a_opt) = G(a_opt) + ε·R(a_opt)``
     :param d_dir: ``D(a_dir)``
@@ -107,6 +108,7 @@ class EpisodeSearch:
     dir_leaf: int = -1
     g_opt: float = float("nan")
     return_opt: float = float("nan")
+    reward_sum_opt: float = float("nan")
     return_dir: float = float("nan")
     d_opt: float = float("nan")
     d_dir: float = float("nan")
@@ -467,6 +469,7 @@ class TopDownSearch:
             ep.recorded.append(CompletedTrajectory(leaf=leaf, g=g, ret=ret, d=d))
         if phase[e] == _OPT:
             ep.opt_leaf = ep.dir_leaf = leaf
+            ep.reward_sum_opt = tree.undiscounted_return(leaf)
             ep.g_opt, ep.return_opt, ep.return_dir, ep.d_opt, ep.d_dir = g, ret, ret, d, d
             d_best[e] = d
             phase[e] = _DIR

@@ -1,0 +1,177 @@
+"""Search worker processes: each holds its own simulators and a copy of the policy, searches a share of the episodes
+of a batch, and sends back only what the update needs (DESIGN §3: learner → weights → workers → episode pairs).
+
+Each episode draws from its own random stream (spawned in the learner), so the outcome of a batch does not depend on
+how its episodes are split between processes.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+from collections.abc import Sequence
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from stable_baselines3.common.vec_env.base_vec_env import CloudpickleWrapper
+
+from sb3_dirpg.policies import DirPGPolicy
+from sb3_dirpg.policy_function import BatchedPolicy, ObservationTransform
+from sb3_dirpg.search import EpisodeSearch, SearchConfig, SearchResult, TopDownSearch, UpdateSteps
+from sb3_dirpg.simulator import SimulatorWrapper
+from sb3_dirpg.vec_simulator import Heuristic, VecSimulator
+
+
+@dataclass
+class SearchShare:
+    """What a search sends back: per-episode outcomes (without their tree) and the steps of the update."""
+
+    episodes: list[EpisodeSearch]
+    steps: UpdateSteps
+
+    @classmethod
+    def of(cls, result: SearchResult) -> SearchShare:
+        """:param result: a search result
+        :return: its compact form"""
+        return cls(episodes=result.episodes, steps=result.update_steps())
+
+
+def merge_shares(shares: Sequence[SearchShare]) -> SearchShare:
+    """Concatenate shares, renumbering the episodes of the update steps.
+
+    :param shares: the shares, in episode order
+    :return: one share for the whole batch
+    """
+    episodes: list[EpisodeSearch] = []
+    obs: list = []
+    masks, actions, signs, eps = [], [], [], []
+    for share in shares:
+        offset = len(episodes)
+        episodes.extend(share.episodes)
+        obs.extend(share.steps.obs)
+        masks.append(share.steps.masks)
+        actions.append(share.steps.actions)
+        signs.append(share.steps.signs)
+        eps.append(share.steps.episodes + offset)
+    steps = UpdateSteps(obs, np.concatenate(masks), np.concatenate(actions), np.concatenate(signs), np.concatenate(eps))
+    return SearchShare(episodes=episodes, steps=steps)
+
+
+def _worker(
+    conn: Connection,
+    env_wrapper: CloudpickleWrapper,
+    policy_wrapper: CloudpickleWrapper,
+    heuristic_wrapper: CloudpickleWrapper,
+    transform: ObservationTransform,
+) -> None:
+    import torch as th
+
+    th.set_num_threads(1)
+    env: gym.Env = env_wrapper.var
+    simulator = VecSimulator([SimulatorWrapper(env)], heuristic_wrapper.var)
+    policy_class, params = policy_wrapper.var
+    policy: DirPGPolicy = policy_class(**params)
+    policy.set_training_mode(False)
+    batched = BatchedPolicy(policy, env.observation_space, transform)
+    try:
+        while True:
+            command, payload = conn.recv()
+            if command == "close":
+                break
+            state_dict, seeds, rngs, config = payload
+            policy.load_state_dict(state_dict)
+            simulator.ensure_simulators(len(seeds))
+            result = TopDownSearch(simulator, batched.search_function(), config).run(seeds, rngs)
+            conn.send(SearchShare.of(result))
+    except (EOFError, KeyboardInterrupt):
+        pass
+    finally:
+        conn.close()
+
+
+class SearchWorkerPool:
+    """Worker processes that search shares of a batch with a copy of the policy.
+
+    :param env: the env chain to search (no Monitor); each worker gets a pickled copy
+    :param heuristic: the heuristic, or None
+    :param policy: the learner's policy (its class and constructor parameters are sent once, weights every batch)
+    :param transform: the VecEnv's observation transform
+    :param n_workers: number of processes
+    :param start_method: multiprocessing start method (default ``forkserver`` where available, else ``spawn``)
+    """
+
+    def __init__(
+        self,
+        env: gym.Env,
+        heuristic: Heuristic | None,
+        policy: DirPGPolicy,
+        transform: ObservationTransform,
+        n_workers: int,
+        start_method: str | None = None,
+    ) -> None:
+        if start_method is None:
+            start_method = "forkserver" if "forkserver" in mp.get_all_start_methods() else "spawn"
+        ctx = mp.get_context(start_method)
+        policy_spec = CloudpickleWrapper((type(policy), policy._get_constructor_parameters()))
+        self.connections: list[Connection] = []
+        self.processes = []
+        for _ in range(n_workers):
+            parent, child = ctx.Pipe()
+            args = (child, CloudpickleWrapper(env), policy_spec, CloudpickleWrapper(heuristic), transform)
+            process = ctx.Process(target=_worker, args=args, daemon=True)
+            process.start()
+            child.close()
+            self.connections.append(parent)
+            self.processes.append(process)
+
+    @property
+    def n_workers(self) -> int:
+        """:return: the number of worker processes"""
+        return len(self.processes)
+
+    def submit(
+        self, policy: DirPGPolicy, shares: Sequence[tuple[list[int], list[np.random.Generator]]], config: SearchConfig
+    ) -> None:
+        """Start searching one share per worker with the current weights.
+
+        :param policy: the learner's policy
+        :param shares: (seeds, per-episode generators) per worker
+        :param config: the search settings
+        """
+        state_dict = {key: value.detach().cpu() for key, value in policy.state_dict().items()}
+        for conn, (seeds, rngs) in zip(self.connections, shares):
+            conn.send(("search", (state_dict, seeds, rngs, config)))
+
+    def gather(self, n_shares: int) -> list[SearchShare]:
+        """:param n_shares: how many shares were submitted
+        :return: the workers' results, in submission order"""
+        return [conn.recv() for conn in self.connections[:n_shares]]
+
+    def close(self) -> None:
+        """Stop the workers."""
+        for conn in self.connections:
+            try:
+                conn.send(("close", None))
+            except (BrokenPipeError, OSError):
+                pass
+        for process in self.processes:
+            process.join(timeout=5)
+            if process.is_alive():
+                process.terminate()
+        self.connections, self.processes = [], []
+
+    def __del__(self) -> None:
+        self.close()
+
+
+def split_batch(items: Sequence[Any], n_parts: int) -> list[list[Any]]:
+    """Split a batch into ``n_parts`` contiguous, nearly equal parts (the first ones larger).
+
+    :param items: the batch
+    :param n_parts: number of parts
+    :return: the parts (some empty if the batch is smaller than ``n_parts``)
+    """
+    bounds = np.linspace(0, len(items), n_parts + 1).round().astype(int)
+    return [list(items[a:b]) for a, b in zip(bounds[:-1], bounds[1:])]

@@ -1,0 +1,410 @@
+"""rl-zoo3 bridge: ``python -m sb3_dirpg.zoo train|enjoy [rl-zoo3 flags]``.
+
+rl-zoo3 fixes its ``--algo`` choices when its parser is built, and imports ``--gym-packages`` only after parsing, so
+a plugin cannot add an algorithm from the command line. This module registers ``dirpg``, ``reinforce`` and ``cem``
+in rl-zoo3's tables first (:func:`register_algorithms`) and then hands the command line to rl-zoo3's own entry
+points. For our algorithms it also
+
+* defaults ``--algo`` to ``dirpg`` and, for ``train``, ``--conf-file`` to ``zoo_hyperparams/<algo>.yml``;
+* turns the YAML-friendly parts of an entry into Python objects (:func:`prepare_hyperparams`): a ``heuristic``
+  given as an import path (with keyword arguments) or as a Python expression, ``policy_kwargs`` strings that name
+  :class:`~sb3_dirpg.policies.MiniGridCNN`, class paths inside a ``policy_kwargs`` dict, and a top-level ``net_arch``;
+* makes ``--eval-freq``, ``--save-freq``, the progress bar and the evaluations of ``--optimize`` count environment
+  interactions. DirPG calls callbacks once per lockstep search iteration, which makes up to ``batch_episodes``
+  interactions, while rl-zoo3's callbacks count calls;
+* evaluates with the env's action masks when it has them (rl-zoo3 evaluates with SB3's ``EvalCallback``, which
+  ignores them).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import inspect
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from functools import partial
+from pathlib import Path
+from typing import Any, ClassVar
+
+import rl_zoo3.enjoy
+import rl_zoo3.exp_manager
+import rl_zoo3.hyperparams_opt
+import rl_zoo3.train
+import rl_zoo3.utils
+from rl_zoo3.callbacks import TrialEvalCallback
+from rl_zoo3.exp_manager import ExperimentManager
+from sb3_contrib.common.maskable.callbacks import MaskableEvalCallback
+from sb3_contrib.common.maskable.utils import is_masking_supported
+from stable_baselines3.common.base_class import BaseAlgorithm
+from stable_baselines3.common.callbacks import BaseCallback, CheckpointCallback, ProgressBarCallback
+from torch import nn
+
+import sb3_dirpg
+from sb3_dirpg.baselines import CEM, Reinforce
+from sb3_dirpg.dirpg import DirPG
+from sb3_dirpg.policies import MiniGridCNN
+from sb3_dirpg.vec_simulator import Heuristic
+from sb3_dirpg.zoo_samplers import CONVERTERS, SAMPLERS, apply_to_entry
+
+ZOO_ALGOS: dict[str, type[BaseAlgorithm]] = {"dirpg": DirPG, "reinforce": Reinforce, "cem": CEM}
+HYPERPARAMS_DIR = Path(__file__).resolve().parent.parent / "zoo_hyperparams"
+RL_ZOO_SCRIPTS = ("train", "enjoy")
+# names a ``policy_kwargs`` or ``heuristic`` string may use, on top of those rl-zoo3 itself evaluates them with
+EVAL_NAMES: dict[str, Any] = {"MiniGridCNN": MiniGridCNN, "sb3_dirpg": sb3_dirpg, "nn": nn}
+
+
+def register_algorithms() -> None:
+    """Add ``dirpg``, ``reinforce`` and ``cem`` to rl-zoo3's algorithm, sampler and converter tables (idempotent).
+
+    rl-zoo3's modules share one dict object for each table, so updating it in place reaches ``rl_zoo3.ALGOS``, the
+    ``train`` and ``enjoy`` parsers (built later) and the experiment manager.
+    """
+    rl_zoo3.utils.ALGOS.update(ZOO_ALGOS)
+    rl_zoo3.hyperparams_opt.HYPERPARAMS_SAMPLER.update(SAMPLERS)
+    rl_zoo3.hyperparams_opt.HYPERPARAMS_CONVERTER.update(CONVERTERS)
+
+
+def default_conf_file(algo: str) -> Path:
+    """:param algo: ``dirpg``, ``reinforce`` or ``cem``
+    :return: the hyperparameter file of the algorithm shipped in ``zoo_hyperparams/``"""
+    path = HYPERPARAMS_DIR / f"{algo}.yml"
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"no hyperparameter file {path} (it ships in the sb3-dirpg source tree, next to the package); "
+            "pass --conf-file PATH to use your own"
+        )
+    return path
+
+
+# -- hyperparameters ---------------------------------------------------------------------------------------------
+
+
+def import_object(path: str) -> Any:
+    """Import ``package.module.Name`` or ``package.module:Name``.
+
+    :param path: the import path
+    :return: the object
+    """
+    module_name, sep, name = path.partition(":") if ":" in path else path.rpartition(".")
+    if not sep or not module_name or not name:
+        raise ValueError(f"expected an import path like 'package.module.Name' or 'package.module:Name', got {path!r}")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as error:
+        raise ValueError(f"cannot import {module_name!r} (from {path!r}): {error}") from error
+    try:
+        return getattr(module, name)
+    except AttributeError as error:
+        raise ValueError(f"{module_name!r} has no attribute {name!r} (from {path!r})") from error
+
+
+def _evaluate(expression: str, what: str) -> Any:
+    """Evaluate a hyperparameter string the way rl-zoo3 does, with :data:`EVAL_NAMES` added.
+
+    :param expression: Python expression from the YAML file
+    :param what: name of the hyperparameter, for messages
+    :return: its value
+    """
+    namespace = {**vars(rl_zoo3.exp_manager), **EVAL_NAMES}
+    try:
+        return eval(expression, namespace)  # noqa: S307  (rl-zoo3 evaluates the same strings)
+    except Exception as error:
+        raise ValueError(f"cannot evaluate {what} {expression!r}: {error}") from error
+
+
+def _is_import_path(text: str) -> bool:
+    """:return: whether ``text`` looks like ``a.b.Name`` or ``a.b:Name`` rather than an expression"""
+    head, _, tail = text.partition(":")
+    parts = head.split(".") + ([tail] if tail else [])
+    return len(parts) > 1 and all(part.isidentifier() for part in parts)
+
+
+def _build(factory: Any, kwargs: dict[str, Any], gamma: float | None, what: str) -> Any:
+    """Instantiate a class with ``kwargs`` (adding ``gamma`` when it takes one and none is given), or bind the keyword
+    arguments of a plain function."""
+    if isinstance(factory, type):
+        if gamma is not None and "gamma" not in kwargs and "gamma" in inspect.signature(factory).parameters:
+            kwargs = {**kwargs, "gamma": gamma}
+        return factory(**kwargs)
+    if not callable(factory):
+        raise ValueError(f"{what} must name a class or a function, got {factory!r}")
+    return partial(factory, **kwargs) if kwargs else factory
+
+
+def resolve_heuristic(spec: Any, gamma: float | None = None) -> Heuristic | None:
+    """Turn a YAML ``heuristic`` entry into the callable ``heuristic(env)`` DirPG takes.
+
+    Accepted forms:
+
+    * ``None`` or a callable: returned as it is;
+    * an import path, ``sb3_dirpg.heuristics.MultiRoomBound`` or ``sb3_dirpg.heuristics:MultiRoomBound``;
+    * a one-key mapping from an import path to keyword arguments, as rl-zoo3 writes wrappers with arguments:
+      ``{sb3_dirpg.heuristics.MultiRoomBound: {door_reward: 30}}``;
+    * any other string is a Python expression, evaluated like rl-zoo3's ``policy_kwargs`` strings with
+      ``sb3_dirpg`` in scope: ``"sb3_dirpg.heuristics.MultiRoomBound(gamma=0.99)"``.
+
+    A class is instantiated with the keyword arguments, plus the algorithm's ``gamma`` when its constructor has a
+    ``gamma`` parameter that was not given (a bound on the *discounted* return-to-go must use the training discount).
+    A function with keyword arguments is bound to them with :func:`functools.partial`.
+
+    :param spec: the entry's value
+    :param gamma: the algorithm's discount, or None
+    :return: the heuristic, or None
+    """
+    if spec is None or callable(spec):
+        return spec
+    if isinstance(spec, dict):
+        if len(spec) != 1:
+            raise ValueError(f"a heuristic mapping must have exactly one key, the import path; got {spec!r}")
+        (path, kwargs), = spec.items()
+        if not isinstance(path, str) or not isinstance(kwargs, (dict, type(None))):
+            raise ValueError(f"expected {{import.path: {{keyword: value}}}} for the heuristic, got {spec!r}")
+        return _build(import_object(path), dict(kwargs or {}), gamma, f"heuristic {path!r}")
+    if isinstance(spec, str):
+        if _is_import_path(spec):
+            return _build(import_object(spec), {}, gamma, f"heuristic {spec!r}")
+        value = _evaluate(spec, "heuristic")
+        if not callable(value):
+            raise ValueError(f"the heuristic {spec!r} evaluates to {value!r}, which is not callable")
+        return value
+    raise ValueError(f"cannot make a heuristic out of {spec!r}: give an import path, a mapping or an expression")
+
+
+def resolve_policy_kwargs(spec: Any) -> dict[str, Any]:
+    """Turn a YAML ``policy_kwargs`` entry into a dict.
+
+    A string is evaluated as rl-zoo3 does, with ``MiniGridCNN`` and ``sb3_dirpg`` also in scope. In a mapping, string
+    values of ``features_extractor_class``, ``optimizer_class`` and ``activation_fn`` that are import paths are
+    imported.
+
+    :param spec: the entry's value (a string, a mapping or None)
+    :return: the keyword arguments of the policy
+    """
+    if spec is None:
+        return {}
+    value = _evaluate(spec, "policy_kwargs") if isinstance(spec, str) else spec
+    if not isinstance(value, dict):
+        raise ValueError(f"policy_kwargs must be a mapping, got {value!r}")
+    out = dict(value)
+    for key in ("features_extractor_class", "optimizer_class", "activation_fn"):
+        if isinstance(out.get(key), str) and _is_import_path(out[key]):
+            out[key] = import_object(out[key])
+    return out
+
+
+def prepare_hyperparams(hyperparams: dict[str, Any]) -> dict[str, Any]:
+    """The YAML-friendly values of an entry for one of our algorithms, as Python objects.
+
+    ``policy_kwargs`` (see :func:`resolve_policy_kwargs`), a top-level ``net_arch`` or ``abs_epsilon`` (from a
+    reloaded optuna trial, see :func:`~sb3_dirpg.zoo_samplers.apply_to_entry`) and ``heuristic`` (see
+    :func:`resolve_heuristic`). The rest is left to rl-zoo3. The input is not modified (rl-zoo3 saves it to
+    ``config.yml``).
+
+    :param hyperparams: the entry, as read from the YAML file and overridden from the command line
+    :return: a new dict
+    """
+    out = dict(hyperparams)
+    if "policy_kwargs" in out:
+        out["policy_kwargs"] = resolve_policy_kwargs(out["policy_kwargs"])
+    out = apply_to_entry(out, out)
+    if "heuristic" in out:
+        gamma = out.get("gamma")
+        out["heuristic"] = resolve_heuristic(out["heuristic"], None if gamma is None else float(gamma))
+    return out
+
+
+# -- callbacks that count interactions -------------------------------------------------------------------------
+
+
+class InteractionSchedule:
+    """Mixin that makes an SB3 callback which acts every ``<frequency attribute>`` calls act every that many
+    environment interactions instead.
+
+    rl-zoo3 divides ``--eval-freq`` and ``--save-freq`` by ``n_envs`` because an on-policy step makes ``n_envs``
+    interactions per call; the period in interactions is therefore ``frequency * n_envs`` of the training env.
+    """
+
+    frequency_attribute: ClassVar[str]
+
+    def _init_callback(self) -> None:
+        super()._init_callback()  # type: ignore[misc]
+        frequency = getattr(self, self.frequency_attribute)
+        self._period = max(int(frequency), 0) * self.training_env.num_envs  # type: ignore[attr-defined]
+        self._next_trigger = self.model.num_timesteps + self._period  # type: ignore[attr-defined]
+
+    def _on_step(self) -> bool:
+        if self._period <= 0 or self.num_timesteps < self._next_trigger:  # type: ignore[attr-defined]
+            return True
+        while self._next_trigger <= self.num_timesteps:  # type: ignore[attr-defined]
+            self._next_trigger += self._period
+        frequency = getattr(self, self.frequency_attribute)
+        setattr(self, self.frequency_attribute, 1)  # the base class acts at every call whose number is a multiple of 1
+        try:
+            return super()._on_step()  # type: ignore[misc]
+        finally:
+            setattr(self, self.frequency_attribute, frequency)
+
+
+class EvalWithMasks(MaskableEvalCallback):
+    """sb3-contrib's ``MaskableEvalCallback`` that passes action masks to ``predict`` exactly when the eval env has
+    ``action_masks()`` (SB3's ``EvalCallback``, which rl-zoo3 uses, never does)."""
+
+    def _init_callback(self) -> None:
+        super()._init_callback()
+        self.use_masking = is_masking_supported(self.eval_env)
+
+
+class EvalByInteractions(InteractionSchedule, EvalWithMasks):
+    """:class:`EvalWithMasks` whose ``eval_freq`` counts interactions."""
+
+    frequency_attribute = "eval_freq"
+
+
+class CheckpointByInteractions(InteractionSchedule, CheckpointCallback):
+    """:class:`~stable_baselines3.common.callbacks.CheckpointCallback` whose ``save_freq`` counts interactions."""
+
+    frequency_attribute = "save_freq"
+
+
+class TrialEvalByInteractions(InteractionSchedule, TrialEvalCallback, EvalWithMasks):
+    """rl-zoo3's ``TrialEvalCallback`` (evaluations of ``--optimize``) whose ``eval_freq`` counts interactions and
+    whose evaluations use action masks when the env has them."""
+
+    frequency_attribute = "eval_freq"
+
+
+class ProgressBarByInteractions(ProgressBarCallback):
+    """Progress bar that advances by the interactions made since the last call."""
+
+    def _on_training_start(self) -> None:
+        super()._on_training_start()
+        self._shown = self.model.num_timesteps
+
+    def _on_step(self) -> bool:
+        self.pbar.update(self.num_timesteps - self._shown)
+        self._shown = self.num_timesteps
+        return True
+
+
+@contextmanager
+def _replaced(module: Any, **names: Any) -> Iterator[None]:
+    """Temporarily replace module attributes."""
+    saved = {name: getattr(module, name) for name in names}
+    for name, value in names.items():
+        setattr(module, name, value)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            setattr(module, name, value)
+
+
+class DirPGExperimentManager(ExperimentManager):
+    """rl-zoo3's experiment manager, with our preprocessing of hyperparameters and interaction-counted callbacks
+    for ``dirpg``, ``reinforce`` and ``cem`` (other algorithms behave exactly as in rl-zoo3)."""
+
+    @property
+    def _ours(self) -> bool:
+        return self.algo in ZOO_ALGOS
+
+    def _preprocess_hyperparams(
+        self, hyperparams: dict[str, Any]
+    ) -> tuple[dict[str, Any], Callable | None, list[BaseCallback], Callable | None]:
+        if self._ours:
+            hyperparams = prepare_hyperparams(hyperparams)
+        return super()._preprocess_hyperparams(hyperparams)
+
+    def create_callbacks(self) -> None:
+        """rl-zoo3's callbacks; for our algorithms their frequencies count environment interactions."""
+        if not self._ours:
+            return super().create_callbacks()
+        replacements = dict(
+            EvalCallback=EvalByInteractions,
+            CheckpointCallback=CheckpointByInteractions,
+            ProgressBarCallback=ProgressBarByInteractions,
+        )
+        with _replaced(rl_zoo3.exp_manager, **replacements):
+            return super().create_callbacks()
+
+    def hyperparameters_optimization(self) -> None:
+        """rl-zoo3's optimisation; for our algorithms the sampler sees the entry and evaluations count interactions."""
+        if not self._ours:
+            return super().hyperparameters_optimization()
+        samplers = rl_zoo3.hyperparams_opt.HYPERPARAMS_SAMPLER
+        plain = samplers[self.algo]
+        samplers[self.algo] = partial(SAMPLERS[self.algo], defaults=self._hyperparams)
+        try:
+            with _replaced(rl_zoo3.exp_manager, TrialEvalCallback=TrialEvalByInteractions):
+                return super().hyperparameters_optimization()
+        finally:
+            samplers[self.algo] = plain
+
+
+# -- command line ----------------------------------------------------------------------------------------------
+
+
+def _with_defaults(args: list[str], script: str) -> list[str]:
+    """Add ``--algo dirpg`` when no algorithm is named and, for ``train`` with one of our algorithms, our
+    ``--conf-file``.
+
+    :param args: the script's arguments
+    :param script: ``train`` or ``enjoy``
+    :return: the arguments to hand to rl-zoo3
+    """
+    parser = argparse.ArgumentParser(add_help=False)
+    parser.add_argument("--algo", default=None)
+    parser.add_argument("-conf", "--conf-file", default=None)
+    known, _ = parser.parse_known_args(args)
+    out = list(args)
+    algo = known.algo
+    if algo is None:
+        algo = "dirpg"
+        out += ["--algo", algo]
+    if script == "train" and algo in ZOO_ALGOS and known.conf_file is None:
+        out += ["--conf-file", str(default_conf_file(algo))]
+    return out
+
+
+@contextmanager
+def _argv(argv: list[str]) -> Iterator[None]:
+    saved = sys.argv
+    sys.argv = argv
+    try:
+        yield
+    finally:
+        sys.argv = saved
+
+
+USAGE = f"""usage: python -m sb3_dirpg.zoo {{{",".join(RL_ZOO_SCRIPTS)}}} [rl-zoo3 arguments]
+
+rl-zoo3 with the algorithms {", ".join(ZOO_ALGOS)} registered ({"/".join(ZOO_ALGOS)} use zoo_hyperparams/ALGO.yml
+by default and --algo defaults to dirpg). `python -m sb3_dirpg.zoo train --help` lists rl-zoo3's flags.
+rl-zoo3's plotting scripts do not check algorithm names: run them with `python -m rl_zoo3.cli`.
+"""
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Run an rl-zoo3 script with our algorithms registered.
+
+    :param argv: ``[script, *arguments]``; None reads ``sys.argv[1:]``
+    """
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in ("-h", "--help"):
+        print(USAGE)
+        return
+    script, args = argv[0], argv[1:]
+    if script not in RL_ZOO_SCRIPTS:
+        raise SystemExit(f"unknown script {script!r}\n{USAGE}")
+    register_algorithms()
+    args = _with_defaults(args, script)
+    with _argv([f"sb3_dirpg.zoo {script}", *args]), _replaced(rl_zoo3.train, ExperimentManager=DirPGExperimentManager):
+        if script == "train":
+            rl_zoo3.train.train()
+        else:
+            rl_zoo3.enjoy.enjoy()
+
+
+if __name__ == "__main__":
+    main()
