@@ -64,7 +64,8 @@ class MiniGridCNN(BaseFeaturesExtractor):
         :return: features, shape (batch, 64 + 4)"""
         features = self.cnn(self._to_channels_first(observations["image"].float()))
         if self.n_direction:
-            features = th.cat([features, observations["direction"].float()], dim=1)
+            # SB3 buffers store a Discrete observation with shape (1,), so its one-hot can arrive as (batch, 1, 4)
+            features = th.cat([features, observations["direction"].float().reshape(features.shape[0], -1)], dim=1)
         return features
 
 

@@ -102,7 +102,8 @@ class VecSimulator:
         """
         while len(self.simulators) < n:
             first = self.simulators[0]
-            self.simulators.append(SimulatorWrapper(copy.deepcopy(first.env), cloner=first.cloner_spec))
+            # a deep copy of an env chain that passed the self-check needs no check of its own
+            self.simulators.append(SimulatorWrapper(copy.deepcopy(first.env), cloner=first.cloner_spec, self_check=False))
 
     @property
     def horizon(self) -> int | None:

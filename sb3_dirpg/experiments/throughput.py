@@ -1,0 +1,293 @@
+"""``python -m sb3_dirpg.experiments.throughput``: how close DirPG runs to the simulator's own step rate.
+
+Rows, measured side by side and interleaved over rounds so that machine drift hits all of them alike:
+
+* (a) raw ``env.step`` with random actions (resets not timed): the limit;
+* (b) ``DirPG.learn`` interactions per second (search, update and logging), in one process, with the lockstep batch size
+  chosen by measurement; (b2) the same with search worker processes;
+* (c) the naive reference search (deepcopy per expansion, one unbatched policy call per expansion) inside the same
+  learn loop;
+* (d) SB3 ``PPO.learn`` fps with the same policy network and ``n_envs``;
+* (e) ``Reinforce`` fps.
+
+It prints a table with the ratios (b)/(a), (b2)/(a), (b)/(c) and (b)/(d), a profile of where one interaction's time
+goes, and the peak memory of one batch of searches, and writes everything to JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import platform
+import statistics
+import time
+import tracemalloc
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import torch as th
+from stable_baselines3 import PPO
+from stable_baselines3.common.env_util import make_vec_env
+from stable_baselines3.common.vec_env import DummyVecEnv
+
+from sb3_dirpg import DirPG
+from sb3_dirpg.baselines import Reinforce
+from sb3_dirpg.envs import make_minigrid_env
+from sb3_dirpg.experiments.naive_search import NaiveDirPG
+from sb3_dirpg.heuristics import MultiRoomBound
+from sb3_dirpg.policies import MiniGridCNN
+from sb3_dirpg.policy_function import BatchedPolicy
+
+
+@dataclass
+class Workload:
+    """One benchmark environment and the settings of every row on it."""
+
+    name: str
+    make_env: Callable[[], gym.Env]
+    dirpg_kwargs: dict[str, Any]
+    policy: str
+    policy_kwargs: dict[str, Any]
+    interactions: dict[str, int]  # per row and round
+    n_envs: int = 8
+    batch_candidates: tuple[int, ...] = (8, 16, 32, 64)
+    ppo_kwargs: dict[str, Any] = field(default_factory=dict)
+
+
+def multiroom_workload(scale: float) -> Workload:
+    """MultiRoom-N6 with the paper's CNN, 3000 interactions per episode (100 for a_opt, 2900 of search)."""
+
+    def make_env() -> gym.Env:
+        return make_minigrid_env("MiniGrid-MultiRoom-N6-v0")
+
+    bound = MultiRoomBound.for_env(make_env(), gamma=1.0)
+    return Workload(
+        name="MiniGrid-MultiRoom-N6-v0",
+        make_env=make_env,
+        dirpg_kwargs=dict(search_budget=2900, max_episode_steps=100, priority="astar", alpha=0.2, heuristic=bound),
+        policy="MultiInputPolicy",
+        policy_kwargs=dict(features_extractor_class=MiniGridCNN, net_arch=[], normalize_images=False),
+        interactions={k: int(v * scale) for k, v in dict(raw=20_000, dirpg=60_000, workers=60_000, naive=8_000,
+                                                         ppo=16_384, reinforce=24_000).items()},  # fmt: skip
+        ppo_kwargs=dict(n_steps=128, batch_size=64, n_epochs=10),  # rl-zoo3's MiniGrid settings
+    )
+
+
+def cartpole_workload(scale: float) -> Workload:
+    """CartPole-v1 with SB3's default MLP."""
+    return Workload(
+        name="CartPole-v1",
+        make_env=lambda: gym.make("CartPole-v1"),
+        dirpg_kwargs=dict(search_budget=200, learning_rate=1e-2, epsilon=5.0),
+        policy="MlpPolicy",
+        policy_kwargs=dict(net_arch=[64, 64]),
+        interactions={k: int(v * scale) for k, v in dict(raw=100_000, dirpg=100_000, workers=100_000, naive=20_000,
+                                                         ppo=32_768, reinforce=60_000).items()},  # fmt: skip
+        ppo_kwargs=dict(n_steps=256),
+    )
+
+
+WORKLOADS = {"multiroom": multiroom_workload, "cartpole": cartpole_workload}
+
+
+def raw_step_rate(make_env: Callable[[], gym.Env], n_steps: int, seed: int = 0) -> float:
+    """:return: env steps per second with uniformly random actions, resets not timed"""
+    env = make_env()
+    rng = np.random.default_rng(seed)
+    n_actions = int(env.action_space.n)
+    env.reset(seed=seed)
+    actions = rng.integers(n_actions, size=n_steps).tolist()
+    elapsed = 0.0
+    for action in actions:
+        start = time.perf_counter()
+        _, _, terminated, truncated, _ = env.step(action)
+        elapsed += time.perf_counter() - start
+        if terminated or truncated:
+            env.reset(seed=int(rng.integers(2**31)))
+    return n_steps / elapsed
+
+
+def learn_rate(model: Any, n: int) -> float:
+    """:return: interactions (or env steps) per second of ``model.learn`` for at least ``n`` more of them"""
+    before = model.num_timesteps
+    start = time.perf_counter()
+    model.learn(n, reset_num_timesteps=False)
+    return (model.num_timesteps - before) / (time.perf_counter() - start)
+
+
+def make_dirpg(work: Workload, batch: int, seed: int = 0, cls: type[DirPG] = DirPG, **extra: Any) -> DirPG:
+    """:return: a DirPG (or subclass) model for the workload"""
+    venv = make_vec_env(work.make_env, n_envs=work.n_envs, vec_env_cls=DummyVecEnv)
+    kwargs = dict(work.dirpg_kwargs, **extra)
+    return cls(work.policy, venv, batch_episodes=batch, seed=seed, policy_kwargs=dict(work.policy_kwargs), **kwargs)
+
+
+def choose_batch(work: Workload, rounds: int) -> tuple[int, dict[int, float]]:
+    """Measure DirPG's single-process rate for every candidate batch size (interleaved) and pick the fastest.
+
+    :return: the chosen batch size and the median rate of each candidate
+    """
+    models = {b: make_dirpg(work, b) for b in work.batch_candidates}
+    rates: dict[int, list[float]] = collections.defaultdict(list)
+    for _ in range(rounds):
+        for b, model in models.items():
+            rates[b].append(learn_rate(model, work.interactions["dirpg"] // 2))
+    medians = {b: statistics.median(r) for b, r in rates.items()}
+    return max(medians, key=medians.get), medians
+
+
+def profile_interaction(work: Workload, batch: int, n: int) -> dict[str, float]:
+    """Where one interaction's time goes, in µs: simulator step, clone, heuristic, policy forward, update, the rest.
+
+    :return: µs per interaction for each part
+    """
+    model = make_dirpg(work, batch)
+    model.simulator.ensure_simulators(batch)
+    totals: collections.Counter = collections.Counter()
+
+    def timed(obj: Any, name: str, key: str) -> None:
+        inner = getattr(obj, name)
+
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            start = time.perf_counter()
+            out = inner(*args, **kwargs)
+            totals[key] += time.perf_counter() - start
+            return out
+
+        setattr(obj, name, wrapper)
+
+    for sim in model.simulator.simulators:
+        timed(sim, "snapshot", "clone (snapshot+restore)")
+        timed(sim, "restore", "clone (snapshot+restore)")
+        timed(sim.env, "step", "simulator step")
+        timed(sim, "reset", "episode reset")
+    if model.simulator.heuristic is not None:
+        timed(model.simulator, "heuristic", "heuristic")
+    timed(model, "train", "update")
+    original_logits = BatchedPolicy.logits
+    timed(BatchedPolicy, "logits", "policy forward")
+    try:
+        start = time.perf_counter()
+        model.learn(n)
+        total = time.perf_counter() - start
+    finally:
+        BatchedPolicy.logits = original_logits
+    per = {k: v / model.num_timesteps * 1e6 for k, v in totals.items()}
+    per["search bookkeeping and logging"] = total / model.num_timesteps * 1e6 - sum(per.values())
+    per["total"] = total / model.num_timesteps * 1e6
+    return per
+
+
+def peak_search_memory(work: Workload, batch: int) -> dict[str, float]:
+    """:return: peak Python heap of one batch of searches (tracemalloc), in MB, total and per episode"""
+    model = make_dirpg(work, batch)
+    model.simulator.ensure_simulators(batch)
+    tracemalloc.start()
+    model.search(list(range(batch)))
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    return {"batch_mb": peak / 2**20, "per_episode_mb": peak / 2**20 / batch}
+
+
+def run_workload(work: Workload, rounds: int, n_workers: int) -> dict[str, Any]:
+    """Measure every row of one workload, interleaved over ``rounds``."""
+    print(f"\n== {work.name}: choosing the lockstep batch size ...", flush=True)
+    batch, batch_rates = choose_batch(work, max(1, rounds - 1))
+    print("   " + ", ".join(f"batch {b}: {r:,.0f}/s" for b, r in batch_rates.items()) + f" -> {batch}", flush=True)
+    venv_ppo = make_vec_env(work.make_env, n_envs=work.n_envs, vec_env_cls=DummyVecEnv)
+    rows: dict[str, Callable[[], float]] = {}
+    rows["(a) raw env.step"] = lambda: raw_step_rate(work.make_env, work.interactions["raw"])
+    dirpg = make_dirpg(work, batch)
+    rows["(b) DirPG learn, 1 process"] = lambda: learn_rate(dirpg, work.interactions["dirpg"])
+    if n_workers > 0:
+        workers = make_dirpg(work, batch, n_workers=n_workers)
+        rows[f"(b2) DirPG learn, {n_workers + 1} processes"] = lambda: learn_rate(workers, work.interactions["workers"])
+    naive = make_dirpg(work, batch, cls=NaiveDirPG)
+    rows["(c) naive reference search"] = lambda: learn_rate(naive, work.interactions["naive"])
+    ppo = PPO(work.policy, venv_ppo, policy_kwargs=dict(work.policy_kwargs), seed=0, **work.ppo_kwargs)
+    rows["(d) SB3 PPO learn"] = lambda: learn_rate(ppo, work.interactions["ppo"])
+    reinforce_env = make_vec_env(work.make_env, n_envs=work.n_envs, vec_env_cls=DummyVecEnv)
+    reinforce_kwargs = {k: v for k, v in work.dirpg_kwargs.items() if k in ("max_episode_steps", "learning_rate")}
+    reinforce = Reinforce(work.policy, reinforce_env, n_rollouts=30, batch_episodes=1, seed=0,
+                          policy_kwargs=dict(work.policy_kwargs), **reinforce_kwargs)  # fmt: skip
+    rows["(e) Reinforce learn"] = lambda: learn_rate(reinforce, work.interactions["reinforce"])
+
+    for model in (dirpg, naive, ppo, reinforce, *([workers] if n_workers > 0 else [])):
+        model.learn(work.interactions["naive"] // 4, reset_num_timesteps=False)  # warm-up: worker start, first allocations
+    samples: dict[str, list[float]] = collections.defaultdict(list)
+    for r in range(rounds):
+        for name, measure in rows.items():
+            samples[name].append(measure())
+        latest = ", ".join(f"{k.split()[0]} {v[-1]:,.0f}" for k, v in samples.items())
+        print(f"   round {r + 1}/{rounds}: {latest}", flush=True)
+    if n_workers > 0:
+        workers.close_workers()
+    rates = {name: statistics.median(values) for name, values in samples.items()}
+    raw = rates["(a) raw env.step"]
+    single = rates["(b) DirPG learn, 1 process"]
+    ratios = {
+        "(b)/(a)": single / raw,
+        "(b)/(c)": single / rates["(c) naive reference search"],
+        "(b)/(d)": single / rates["(d) SB3 PPO learn"],
+    }
+    if n_workers > 0:
+        multi = rates[f"(b2) DirPG learn, {n_workers + 1} processes"]
+        ratios["(b2)/(a)"] = multi / raw
+        ratios["(b2)/(b): worker speedup"] = multi / single
+    print("   profiling one interaction ...", flush=True)
+    profile = profile_interaction(work, batch, work.interactions["dirpg"])
+    memory = peak_search_memory(work, batch)
+    return dict(env=work.name, batch_episodes=batch, batch_rates=batch_rates, rates=rates, samples=samples,
+                ratios=ratios, profile_us=profile, memory=memory, n_envs=work.n_envs)  # fmt: skip
+
+
+def print_report(result: dict[str, Any]) -> None:
+    """Print one workload's table, ratios, profile and memory."""
+    print(f"\n{result['env']}  (batch_episodes={result['batch_episodes']}, n_envs={result['n_envs']}, median of rounds)")
+    for name, rate in result["rates"].items():
+        spread = f"{min(result['samples'][name]):,.0f}-{max(result['samples'][name]):,.0f}"
+        print(f"  {name:34s} {rate:10,.0f} /s   (rounds: {spread})")
+    for name, value in result["ratios"].items():
+        print(f"  {name:34s} {value:10.2f}")
+    print("  profile, µs per interaction:")
+    for name, value in result["profile_us"].items():
+        print(f"    {name:32s} {value:8.1f}")
+    print(f"  peak memory of one batch of searches: {result['memory']['batch_mb']:.1f} MB "
+          f"({result['memory']['per_episode_mb']:.2f} MB per episode)")  # fmt: skip
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    """Run the benchmark.
+
+    :param argv: command-line arguments
+    :return: the results
+    """
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--envs", nargs="+", default=["multiroom", "cartpole"], choices=sorted(WORKLOADS))
+    parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds per row (the median is reported)")
+    parser.add_argument("--scale", type=float, default=1.0, help="multiplies the interactions of every row")
+    parser.add_argument("--workers", type=int, default=1, help="extra search processes for row (b2); 0 skips it")
+    parser.add_argument("--threads", type=int, default=1, help="torch threads (reported; 1 is best for small forwards)")
+    parser.add_argument("--json", default="throughput.json", help="where to write the results")
+    args = parser.parse_args(argv)
+    th.set_num_threads(args.threads)
+    results = dict(
+        torch_threads=args.threads, rounds=args.rounds, scale=args.scale, python=platform.python_version(),
+        torch=th.__version__, machine=platform.machine(), cpus=__import__("os").cpu_count(), workloads=[],
+    )  # fmt: skip
+    for name in args.envs:
+        result = run_workload(WORKLOADS[name](args.scale), args.rounds, args.workers)
+        print_report(result)
+        results["workloads"].append(result)
+    with open(args.json, "w") as f:
+        json.dump(results, f, indent=2)
+    print(f"\nwrote {args.json} (torch threads: {args.threads})")
+    return results
+
+
+if __name__ == "__main__":
+    main()

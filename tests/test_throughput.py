@@ -1,0 +1,21 @@
+"""Smoke test of the throughput benchmark module (tiny settings; the real figures come from running the module)."""
+
+from __future__ import annotations
+
+import json
+
+from sb3_dirpg.experiments import throughput
+
+
+def test_throughput_module_runs_and_writes_json(tmp_path) -> None:
+    out = tmp_path / "throughput.json"
+    results = throughput.main(["--envs", "cartpole", "--scale", "0.01", "--rounds", "1", "--workers", "1", "--json", str(out)])
+    saved = json.loads(out.read_text())
+    assert saved["workloads"][0]["env"] == "CartPole-v1"
+    work = results["workloads"][0]
+    assert work["batch_episodes"] in (8, 16, 32, 64)
+    assert {"(b)/(a)", "(b)/(c)", "(b)/(d)", "(b2)/(a)"} <= set(work["ratios"])
+    assert all(rate > 0 for rate in work["rates"].values())
+    profile = work["profile_us"]
+    assert {"simulator step", "clone (snapshot+restore)", "policy forward", "update", "total"} <= set(profile)
+    assert profile["total"] > profile["simulator step"] > 0
