@@ -1,0 +1,97 @@
+"""Shared plumbing of the paper-reproduction experiments: command line, seeds, curves with spread, JSON and PNG output."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+DEFAULT_OUT = Path("docs") / "results"
+
+
+def experiment_parser(description: str | None) -> argparse.ArgumentParser:
+    """The common command line: ``--full`` (the paper's scale), ``--seeds``, ``--out``, ``--threads``.
+
+    :param description: the module docstring
+    :return: a parser to which an experiment may add its own options
+    """
+    parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--full", action="store_true", help="run at the paper's scale (hours) instead of the quick default")
+    parser.add_argument("--seeds", type=int, default=None, help="number of independent runs (default: the experiment's)")
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="folder for the JSON and PNG results")
+    parser.add_argument("--threads", type=int, default=1, help="torch threads")
+    return parser
+
+
+def setup_run(args: argparse.Namespace) -> float:
+    """Set torch threads, create the output folder.
+
+    :param args: parsed arguments
+    :return: the start time (``time.perf_counter()``)
+    """
+    import torch as th
+
+    th.set_num_threads(args.threads)
+    args.out.mkdir(parents=True, exist_ok=True)
+    return time.perf_counter()
+
+
+def mean_and_spread(curves: Sequence[Sequence[float]], band: str = "ci95") -> dict[str, list[float]]:
+    """Pointwise mean over runs with a spread: a 95% normal confidence band of the mean, or min-max.
+
+    :param curves: one curve per run, all of the same length
+    :param band: ``"ci95"`` or ``"minmax"``
+    :return: ``mean``, ``low`` and ``high`` lists
+    """
+    values = np.asarray(curves, dtype=np.float64)
+    mean = values.mean(axis=0)
+    if band == "minmax" or len(values) < 2:
+        low, high = values.min(axis=0), values.max(axis=0)
+    else:
+        half = 1.96 * values.std(axis=0, ddof=1) / np.sqrt(len(values))
+        low, high = mean - half, mean + half
+    return {"mean": mean.tolist(), "low": low.tolist(), "high": high.tolist()}
+
+
+def plot_band(ax: Any, x: Sequence[float], stats: dict[str, list[float]], label: str, **style: Any) -> None:
+    """Draw a mean curve and its spread on a matplotlib axis.
+
+    :param ax: the axis
+    :param x: the x values
+    :param stats: the output of :func:`mean_and_spread`
+    :param label: legend label
+    :param style: line style keywords
+    """
+    (line,) = ax.plot(x, stats["mean"], label=label, **style)
+    ax.fill_between(x, stats["low"], stats["high"], color=line.get_color(), alpha=0.2, linewidth=0)
+
+
+def save_results(out: Path, name: str, data: dict[str, Any], figure: Any, started: float) -> Path:
+    """Write ``name.json`` (with the wall time) and ``name.png`` into ``out``.
+
+    :param out: the output folder
+    :param name: the experiment name
+    :param data: JSON-serialisable results
+    :param figure: a matplotlib figure
+    :param started: the start time from :func:`setup_run`
+    :return: the JSON path
+    """
+    data = dict(data, wall_time_s=round(time.perf_counter() - started, 1))
+    path = out / f"{name}.json"
+    path.write_text(json.dumps(data, indent=1, default=_json_default))
+    figure.savefig(out / f"{name}.png", dpi=90, bbox_inches="tight")
+    print(f"wrote {path} and {out / f'{name}.png'} ({data['wall_time_s']} s)")
+    return path
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    raise TypeError(f"cannot serialise {type(value).__name__}")
