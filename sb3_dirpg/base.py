@@ -276,7 +276,7 @@ class SimulatorAlgorithm(BaseAlgorithm):
         total_timesteps: int,
         callback: MaybeCallback = None,
         log_interval: int = 1,
-        tb_log_name: str = "run",
+        tb_log_name: str | None = None,
         reset_num_timesteps: bool = True,
         progress_bar: bool = False,
     ) -> SelfSimulatorAlgorithm:
@@ -285,13 +285,14 @@ class SimulatorAlgorithm(BaseAlgorithm):
         :param total_timesteps: interactions to train for (every simulator step counts)
         :param callback: callback(s) called once per lockstep iteration
         :param log_interval: dump the logs every this many updates
-        :param tb_log_name: name of the tensorboard run
+        :param tb_log_name: name of the tensorboard run (default: the algorithm's class name)
         :param reset_num_timesteps: reset ``num_timesteps`` (False to continue a previous run)
         :param progress_bar: show a progress bar (needs ``tqdm`` and ``rich``: ``pip install sb3-dirpg[extra]``)
         :return: the trained model
         """
         if self.simulator is None:
             raise ValueError(f"{type(self).__name__}.learn() needs an env: pass one to the constructor or call set_env()")
+        tb_log_name = type(self).__name__ if tb_log_name is None else tb_log_name
         total_timesteps, callback = self._setup_learn(
             total_timesteps, callback, reset_num_timesteps, tb_log_name, progress_bar
         )

@@ -7,7 +7,7 @@ from typing import Any, TypeVar
 import numpy as np
 import torch as th
 from stable_baselines3.common.callbacks import BaseCallback
-from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, Schedule
+from stable_baselines3.common.type_aliases import GymEnv, Schedule
 
 from sb3_dirpg.base import SimulatorAlgorithm
 from sb3_dirpg.parallel import SearchShare, SearchWorkerPool, merge_shares, split_batch
@@ -254,24 +254,3 @@ class DirPG(SimulatorAlgorithm):
 
     def _excluded_save_params(self) -> list[str]:
         return [*super()._excluded_save_params(), "_worker_pool"]
-
-    def learn(
-        self: SelfDirPG,
-        total_timesteps: int,
-        callback: MaybeCallback = None,
-        log_interval: int = 1,
-        tb_log_name: str = "DirPG",
-        reset_num_timesteps: bool = True,
-        progress_bar: bool = False,
-    ) -> SelfDirPG:
-        """Train for at least ``total_timesteps`` environment interactions (search included).
-
-        :param total_timesteps: interactions to train for
-        :param callback: callback(s), called once per lockstep search iteration
-        :param log_interval: dump the logs every this many updates
-        :param tb_log_name: name of the tensorboard run
-        :param reset_num_timesteps: reset ``num_timesteps`` (False to continue a previous run)
-        :param progress_bar: show a progress bar (``pip install sb3-dirpg[extra]``)
-        :return: the trained model
-        """
-        return super().learn(total_timesteps, callback, log_interval, tb_log_name, reset_num_timesteps, progress_bar)

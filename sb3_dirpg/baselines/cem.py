@@ -6,7 +6,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 import torch as th
-from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, Schedule
+from stable_baselines3.common.type_aliases import GymEnv, Schedule
 
 from sb3_dirpg.baselines.rollout_algorithm import RolloutAlgorithm, check_positive_int
 from sb3_dirpg.baselines.rollouts import Rollouts
@@ -101,24 +101,3 @@ class CEM(RolloutAlgorithm):
         loss = -self._log_prob(rollouts, rows).sum() / len(elite)
         self.logger.record_mean("train/elite_return_mean", float(rollouts.returns(self.gamma)[elite].mean()))
         self._update(loss)
-
-    def learn(
-        self: SelfCEM,
-        total_timesteps: int,
-        callback: MaybeCallback = None,
-        log_interval: int = 1,
-        tb_log_name: str = "CEM",
-        reset_num_timesteps: bool = True,
-        progress_bar: bool = False,
-    ) -> SelfCEM:
-        """Train for at least ``total_timesteps`` environment interactions (every step of every rollout counts).
-
-        :param total_timesteps: interactions to train for
-        :param callback: callback(s), called once per lockstep iteration
-        :param log_interval: dump the logs every this many updates
-        :param tb_log_name: name of the tensorboard run
-        :param reset_num_timesteps: reset ``num_timesteps`` (False to continue a previous run)
-        :param progress_bar: show a progress bar (``pip install sb3-dirpg[extra]``)
-        :return: the trained model
-        """
-        return super().learn(total_timesteps, callback, log_interval, tb_log_name, reset_num_timesteps, progress_bar)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, TypeVar
 
 import torch as th
-from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, Schedule
+from stable_baselines3.common.type_aliases import GymEnv, Schedule
 
 from sb3_dirpg.baselines.rollout_algorithm import RolloutAlgorithm
 from sb3_dirpg.baselines.rollouts import Rollouts
@@ -99,24 +99,3 @@ class Reinforce(RolloutAlgorithm):
         weights_t = th.as_tensor(weights, dtype=log_prob.dtype, device=self.device)
         loss = -(weights_t * log_prob).sum() / len(rollouts.lengths)
         self._update(loss)
-
-    def learn(
-        self: SelfReinforce,
-        total_timesteps: int,
-        callback: MaybeCallback = None,
-        log_interval: int = 1,
-        tb_log_name: str = "Reinforce",
-        reset_num_timesteps: bool = True,
-        progress_bar: bool = False,
-    ) -> SelfReinforce:
-        """Train for at least ``total_timesteps`` environment interactions (every step of every rollout counts).
-
-        :param total_timesteps: interactions to train for
-        :param callback: callback(s), called once per lockstep iteration
-        :param log_interval: dump the logs every this many updates
-        :param tb_log_name: name of the tensorboard run
-        :param reset_num_timesteps: reset ``num_timesteps`` (False to continue a previous run)
-        :param progress_bar: show a progress bar (``pip install sb3-dirpg[extra]``)
-        :return: the trained model
-        """
-        return super().learn(total_timesteps, callback, log_interval, tb_log_name, reset_num_timesteps, progress_bar)

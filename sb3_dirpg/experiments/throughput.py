@@ -193,11 +193,20 @@ def peak_search_memory(work: Workload, batch: int) -> dict[str, float]:
     return {"batch_mb": peak / 2**20, "per_episode_mb": peak / 2**20 / batch}
 
 
-def run_workload(work: Workload, rounds: int, n_workers: int) -> dict[str, Any]:
-    """Measure every row of one workload, interleaved over ``rounds``."""
-    print(f"\n== {work.name}: choosing the lockstep batch size ...", flush=True)
-    batch, batch_rates = choose_batch(work, max(1, rounds - 1))
-    print("   " + ", ".join(f"batch {b}: {r:,.0f}/s" for b, r in batch_rates.items()) + f" -> {batch}", flush=True)
+def run_workload(work: Workload, rounds: int, n_workers: int, batch: int | None = None) -> dict[str, Any]:
+    """Measure every row of one workload, interleaved over ``rounds``.
+
+    :param work: the workload
+    :param rounds: interleaved rounds
+    :param n_workers: extra search processes for row (b2), 0 to skip it
+    :param batch: the lockstep batch size, or None to choose it by measurement
+    :return: rates, ratios, profile and memory
+    """
+    batch_rates: dict[int, float] = {}
+    if batch is None:
+        print(f"\n== {work.name}: choosing the lockstep batch size ...", flush=True)
+        batch, batch_rates = choose_batch(work, max(1, rounds - 1))
+        print("   " + ", ".join(f"batch {b}: {r:,.0f}/s" for b, r in batch_rates.items()) + f" -> {batch}", flush=True)
     venv_ppo = make_vec_env(work.make_env, n_envs=work.n_envs, vec_env_cls=DummyVecEnv)
     rows: dict[str, Callable[[], float]] = {}
     rows["(a) raw env.step"] = lambda: raw_step_rate(work.make_env, work.interactions["raw"])
@@ -271,6 +280,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds per row (the median is reported)")
     parser.add_argument("--scale", type=float, default=1.0, help="multiplies the interactions of every row")
     parser.add_argument("--workers", type=int, default=1, help="extra search processes for row (b2); 0 skips it")
+    parser.add_argument("--batch", type=int, default=None, help="lockstep batch size (default: chosen by measurement)")
     parser.add_argument("--threads", type=int, default=1, help="torch threads (reported; 1 is best for small forwards)")
     parser.add_argument("--json", default="throughput.json", help="where to write the results")
     args = parser.parse_args(argv)
@@ -280,7 +290,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         torch=th.__version__, machine=platform.machine(), cpus=__import__("os").cpu_count(), workloads=[],
     )  # fmt: skip
     for name in args.envs:
-        result = run_workload(WORKLOADS[name](args.scale), args.rounds, args.workers)
+        result = run_workload(WORKLOADS[name](args.scale), args.rounds, args.workers, args.batch)
         print_report(result)
         results["workloads"].append(result)
     with open(args.json, "w") as f:
