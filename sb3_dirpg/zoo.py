@@ -115,7 +115,8 @@ def _evaluate(expression: str, what: str) -> Any:
 
 
 def _is_import_path(text: str) -> bool:
-    """:return: whether ``text`` looks like ``a.b.Name`` or ``a.b:Name`` rather than an expression"""
+    """:param text: a hyperparameter string
+    :return: whether ``text`` looks like ``a.b.Name`` or ``a.b:Name`` rather than an expression"""
     head, _, tail = text.partition(":")
     parts = head.split(".") + ([tail] if tail else [])
     return len(parts) > 1 and all(part.isidentifier() for part in parts)
@@ -123,7 +124,14 @@ def _is_import_path(text: str) -> bool:
 
 def _build(factory: Any, kwargs: dict[str, Any], gamma: float | None, what: str) -> Any:
     """Instantiate a class with ``kwargs`` (adding ``gamma`` when it takes one and none is given), or bind the keyword
-    arguments of a plain function."""
+    arguments of a plain function.
+
+    :param factory: a class or a function
+    :param kwargs: keyword arguments from the YAML entry
+    :param gamma: the algorithm's discount, or None
+    :param what: description for messages
+    :return: the instance, or the (bound) function
+    """
     if isinstance(factory, type):
         if gamma is not None and "gamma" not in kwargs and "gamma" in inspect.signature(factory).parameters:
             kwargs = {**kwargs, "gamma": gamma}
@@ -290,7 +298,11 @@ class ProgressBarByInteractions(ProgressBarCallback):
 
 @contextmanager
 def _replaced(module: Any, **names: Any) -> Iterator[None]:
-    """Temporarily replace module attributes."""
+    """Temporarily replace module attributes.
+
+    :param module: the module
+    :param names: attribute names and their temporary values
+    """
     saved = {name: getattr(module, name) for name in names}
     for name, value in names.items():
         setattr(module, name, value)
@@ -307,11 +319,14 @@ class DirPGExperimentManager(ExperimentManager):
 
     @property
     def _ours(self) -> bool:
+        """:return: whether the algorithm is one of ours"""
         return self.algo in ZOO_ALGOS
 
     def _preprocess_hyperparams(
         self, hyperparams: dict[str, Any]
     ) -> tuple[dict[str, Any], Callable | None, list[BaseCallback], Callable | None]:
+        """:param hyperparams: the entry (for our algorithms first passed through :func:`prepare_hyperparams`)
+        :return: rl-zoo3's preprocessed hyperparameters, env wrapper, callbacks and VecEnv wrapper"""
         if self._ours:
             hyperparams = prepare_hyperparams(hyperparams)
         return super()._preprocess_hyperparams(hyperparams)
@@ -369,6 +384,10 @@ def _with_defaults(args: list[str], script: str) -> list[str]:
 
 @contextmanager
 def _argv(argv: list[str]) -> Iterator[None]:
+    """Temporarily replace ``sys.argv`` (rl-zoo3's scripts parse it).
+
+    :param argv: the new ``sys.argv``
+    """
     saved = sys.argv
     sys.argv = argv
     try:

@@ -46,6 +46,8 @@ def apply_to_entry(params: dict[str, Any], entry: dict[str, Any]) -> dict[str, A
 
 
 def _net_arch(params: dict[str, Any]) -> dict[str, Any]:
+    """:param params: trial parameters, ``net_arch`` as a name of :data:`NET_ARCHS`
+    :return: a copy with ``net_arch`` as a list of layer sizes"""
     out = dict(params)
     if "net_arch" in out:
         out["net_arch"] = list(NET_ARCHS[out["net_arch"]])
