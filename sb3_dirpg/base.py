@@ -12,12 +12,13 @@ import numpy as np
 import torch as th
 from gymnasium import spaces
 from stable_baselines3.common.base_class import BaseAlgorithm
-from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.callbacks import BaseCallback, CallbackList
 from stable_baselines3.common.policies import BasePolicy
 from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, Schedule
 from stable_baselines3.common.utils import safe_mean
 from stable_baselines3.common.vec_env import VecEnv
 
+from sb3_dirpg.callbacks import InteractionProgressBar
 from sb3_dirpg.policies import CnnPolicy, DirPGPolicy, MlpPolicy, MultiInputPolicy
 from sb3_dirpg.policy_function import BatchedPolicy, ObservationTransform, PolicyFunction
 from sb3_dirpg.simulator.cloners import env_name
@@ -179,6 +180,19 @@ class SimulatorAlgorithm(BaseAlgorithm):
         simulator, transform = self._build_simulator(venv)
         super().set_env(venv, force_reset=force_reset)
         self.simulator, self._obs_transform = simulator, transform
+
+    def _init_callback(self, callback: MaybeCallback, progress_bar: bool = False) -> BaseCallback:
+        """SB3's callback set-up, with a progress bar that counts interactions rather than callback calls.
+
+        :param callback: callback(s)
+        :param progress_bar: show a progress bar
+        :return: the callback to call
+        """
+        callback = super()._init_callback(callback, progress_bar=False)
+        if progress_bar:
+            callback = CallbackList([callback, InteractionProgressBar()])
+            callback.init_callback(self)
+        return callback
 
     def _excluded_save_params(self) -> list[str]:
         return [*super()._excluded_save_params(), "simulator", "_obs_transform"]

@@ -38,11 +38,12 @@ from rl_zoo3.exp_manager import ExperimentManager
 from sb3_contrib.common.maskable.callbacks import MaskableEvalCallback
 from sb3_contrib.common.maskable.utils import is_masking_supported
 from stable_baselines3.common.base_class import BaseAlgorithm
-from stable_baselines3.common.callbacks import BaseCallback, CheckpointCallback, ProgressBarCallback
+from stable_baselines3.common.callbacks import BaseCallback, CheckpointCallback
 from torch import nn
 
 import sb3_dirpg
 from sb3_dirpg.baselines import CEM, Reinforce
+from sb3_dirpg.callbacks import InteractionProgressBar
 from sb3_dirpg.dirpg import DirPG
 from sb3_dirpg.policies import MiniGridCNN
 from sb3_dirpg.vec_simulator import Heuristic
@@ -283,19 +284,6 @@ class TrialEvalByInteractions(InteractionSchedule, TrialEvalCallback, EvalWithMa
     frequency_attribute = "eval_freq"
 
 
-class ProgressBarByInteractions(ProgressBarCallback):
-    """Progress bar that advances by the interactions made since the last call."""
-
-    def _on_training_start(self) -> None:
-        super()._on_training_start()
-        self._shown = self.model.num_timesteps
-
-    def _on_step(self) -> bool:
-        self.pbar.update(self.num_timesteps - self._shown)
-        self._shown = self.num_timesteps
-        return True
-
-
 @contextmanager
 def _replaced(module: Any, **names: Any) -> Iterator[None]:
     """Temporarily replace module attributes.
@@ -338,7 +326,7 @@ class DirPGExperimentManager(ExperimentManager):
         replacements = dict(
             EvalCallback=EvalByInteractions,
             CheckpointCallback=CheckpointByInteractions,
-            ProgressBarCallback=ProgressBarByInteractions,
+            ProgressBarCallback=InteractionProgressBar,
         )
         with _replaced(rl_zoo3.exp_manager, **replacements):
             return super().create_callbacks()

@@ -184,8 +184,21 @@ def test_tensorboard_has_search_scalars(tmp_path) -> None:
     assert all(a >= b - 1e-6 for a, b in zip(d_dir, d_opt))  # a_dir is never worse than a_opt in D
 
 
-def test_progress_bar() -> None:
-    small_model().learn(500, progress_bar=True)
+def test_progress_bar_counts_interactions(monkeypatch) -> None:
+    import sb3_dirpg.base
+    from sb3_dirpg.callbacks import InteractionProgressBar
+
+    shown = []
+
+    class Recording(InteractionProgressBar):
+        def _on_training_end(self) -> None:
+            shown.append(self.pbar.n)
+            super()._on_training_end()
+
+    monkeypatch.setattr(sb3_dirpg.base, "InteractionProgressBar", Recording)
+    model = small_model()
+    model.learn(500, progress_bar=True)
+    assert shown == [model.num_timesteps]
 
 
 def test_optimizer_class_is_honoured() -> None:
