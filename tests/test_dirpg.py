@@ -325,3 +325,10 @@ def test_policy_save_load_keeps_the_architecture(tmp_path) -> None:
     policy = type(model.policy).load(tmp_path / "policy.pth")
     assert isinstance(policy.features_extractor, MiniGridCNN) and policy.net_arch == [7]
     assert type(policy.optimizer) is th.optim.SGD
+
+
+def test_fixed_horizon_envs_need_no_time_limit() -> None:
+    for env_id in ("sb3_dirpg/DeepSeaRisk-v0", "sb3_dirpg/SpanningTreeBandit-v0"):
+        model = DirPG("MlpPolicy", env_id, search_budget=10, seed=0)
+        assert model.horizon == model.simulator.simulators[0].unwrapped.horizon
+        model.learn(200)

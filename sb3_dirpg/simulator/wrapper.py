@@ -460,12 +460,16 @@ class SimulatorWrapper(gym.Wrapper):
     @property
     def horizon(self) -> int | None:
         """:return: ``max_episode_steps`` of a ``TimeLimit`` in the chain, else the env's own ``max_steps``
-        (MiniGrid truncates internally), else None"""
+        (MiniGrid truncates internally) or ``horizon`` (envs that always end after a fixed number of steps, such as
+        the spanning-tree bandit and DeepSea), else None"""
         for layer in self._layer_list:
             if isinstance(layer, TimeLimit):
                 return int(layer._max_episode_steps)
-        max_steps = getattr(self._sim_base, "max_steps", None)
-        return int(max_steps) if isinstance(max_steps, (int, np.integer)) else None
+        for name in ("max_steps", "horizon"):
+            value = getattr(self._sim_base, name, None)
+            if isinstance(value, (int, np.integer)):
+                return int(value)
+        return None
 
     # ------------------------------------------------------------------ determinism self-check
 
