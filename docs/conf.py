@@ -16,7 +16,7 @@ version = release
 extensions = ["myst_parser", "sphinx.ext.autodoc", "sphinx.ext.mathjax"]
 source_suffix = {".md": "markdown"}
 root_doc = "index"
-exclude_patterns = ["_build", "scripts"]
+exclude_patterns = ["_build", "scripts", "results/*.md"]  # result fragments are included by results.md
 
 myst_enable_extensions = ["dollarmath", "colon_fence"]
 myst_heading_anchors = 3
