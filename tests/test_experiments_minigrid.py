@@ -1,0 +1,70 @@
+"""Smoke tests of the MiniGrid experiment modules (tiny settings; the real figures come from running the modules)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from sb3_dirpg.experiments import control_variate, minigrid, vs_ppo
+
+TINY_ENV = "MiniGrid-MultiRoom-N2-S4-v0"
+
+
+def _check_outputs(out: Path, name: str) -> dict:
+    """:param out: output folder
+    :param name: experiment name
+    :return: the JSON written there (after checking the PNG exists and is small)"""
+    png = out / f"{name}.png"
+    assert png.exists() and 0 < png.stat().st_size < 400_000
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    data = json.loads((out / f"{name}.json").read_text())
+    assert data["wall_time_s"] >= 0
+    return data
+
+
+def test_minigrid_module_runs(tmp_path: Path) -> None:
+    argv = ["--out", str(tmp_path), "--env-id", TINY_ENV, "--interactions", "300", "--seeds", "2", "--alphas", "0", "1",
+            "--horizon", "10", "--search-budget", "40", "--n-rollouts", "3", "--eval-maps", "1", "--hist-maps", "1",
+            "--bins", "2", "--d-alpha", "1", "--hist-env", TINY_ENV, "--hist-horizon", "10",
+            "--hist-budget", "40"]  # fmt: skip
+    minigrid.main(argv)
+    data = _check_outputs(tmp_path, "minigrid")
+    assert {"settings", "x_interactions", "curves", "summary", "quality_vs_quantity", "d_method"} <= set(data)
+    methods = {"dirpg-0", "dirpg-1", "reinforce-trajectory", "reinforce-action", "cem"}
+    assert set(data["curves"]) == methods and set(data["summary"]) == methods
+    assert len(data["x_interactions"]) == 2
+    assert {"mean", "low", "high"} <= set(data["curves"]["dirpg-0"]["ret"])
+    assert {"d_opt", "d_dir"} <= set(data["curves"]["dirpg-1"])
+    for stats in data["summary"].values():
+        assert 0.0 <= stats["greedy_success"] <= 1.0
+    hist = data["quality_vs_quantity"]["raw"]
+    assert set(hist) == {"gumbel", "astar α=0", "astar α=1"}
+    assert all(len(v["trajectories"]) == 1 and v["trajectories"][0] >= 1 for v in hist.values())
+
+
+def test_control_variate_module_runs(tmp_path: Path) -> None:
+    argv = ["--out", str(tmp_path), "--env-id", TINY_ENV, "--interactions", "200", "--checkpoints", "1", "--maps", "3",
+            "--horizon", "10", "--search-budget", "40", "--seeds", "1"]  # fmt: skip
+    control_variate.main(argv)
+    data = _check_outputs(tmp_path, "control_variate")
+    assert {"settings", "x_interactions", "curves", "per_seed"} <= set(data)
+    assert data["x_interactions"] == [0, 200]
+    assert len(data["curves"]) == 3 and set(data["curves"]) == set(data["per_seed"])
+    for curves in data["curves"].values():
+        assert {"var_with_cv", "var_without_cv", "ratio_without_over_with", "improved_fraction"} <= set(curves)
+    row = data["per_seed"]["training search (ε=1, no early stop)"][0][0]
+    assert row["n_maps"] == 3 and row["var_without_cv"] > 0
+
+
+def test_vs_ppo_module_runs(tmp_path: Path) -> None:
+    argv = ["--out", str(tmp_path), "--envs", TINY_ENV, "--interactions", "1024", "--eval-every", "1024", "--eval-maps", "1",
+            "--seeds", "1"]  # fmt: skip
+    vs_ppo.main(argv)
+    data = _check_outputs(tmp_path, "vs_ppo")
+    assert {"settings", "results"} <= set(data)
+    res = data["results"][TINY_ENV]
+    assert set(res) == {"dirpg", "ppo"}
+    for method in res.values():
+        assert {"success", "interactions_to_target", "best_success_mean", "runs"} <= set(method)
+        assert len(method["runs"][0]["success"]) == 2
+    assert data["settings"]["ppo"][TINY_ENV]["entry"] == "MiniGrid-Empty-Random-5x5-v0"
