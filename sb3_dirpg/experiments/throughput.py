@@ -215,7 +215,8 @@ def run_workload(work: Workload, rounds: int, n_workers: int, batch: int | None 
     if n_workers > 0:
         workers = make_dirpg(work, batch, n_workers=n_workers)
         rows[f"(b2) DirPG learn, {n_workers + 1} processes"] = lambda: learn_rate(workers, work.interactions["workers"])
-    naive = make_dirpg(work, batch, cls=NaiveDirPG)
+    # the reference searches one episode after the other; small batches keep its per-node env copies within memory
+    naive = make_dirpg(work, 2, cls=NaiveDirPG)
     rows["(c) naive reference search"] = lambda: learn_rate(naive, work.interactions["naive"])
     ppo = PPO(work.policy, venv_ppo, policy_kwargs=dict(work.policy_kwargs), seed=0, **work.ppo_kwargs)
     rows["(d) SB3 PPO learn"] = lambda: learn_rate(ppo, work.interactions["ppo"])
