@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from typing import Any, TypeVar
 
 import numpy as np
@@ -14,6 +15,7 @@ from sb3_dirpg.parallel import SearchShare, SearchWorkerPool, merge_shares, spli
 from sb3_dirpg.policies import DirPGPolicy
 from sb3_dirpg.search import EpisodeSearch, SearchConfig, SearchResult, TopDownSearch
 from sb3_dirpg.simulator import strip_monitor
+from sb3_dirpg.simulator.cloners import env_name
 from sb3_dirpg.vec_simulator import Heuristic
 
 SelfDirPG = TypeVar("SelfDirPG", bound="DirPG")
@@ -41,6 +43,10 @@ class DirPG(SimulatorAlgorithm):
         the env's current state (discounted from that state); used for the ``"astar"`` priority and for pruning
     :param prune: drop regions whose bound on ``D`` cannot beat the best ``D`` so far (needs an admissible heuristic)
     :param early_stop: stop an episode's search at its first improvement over ``a_opt`` (appendix C)
+    :param depth_first: follow every popped region's sampled child chain to the end of a trajectory before popping
+        another (the authors' depth-first option); every pop then completes a trajectory
+    :param stop_on_success: end an episode's search at the first trajectory that ends in success (``info["is_success"]``,
+        the authors' "break on goal"); the budget left is neither spent nor counted in ``num_timesteps``
     :param batch_episodes: episodes searched in lockstep per update (None: ``max(8, n_envs)``)
     :param max_episode_steps: cut trajectories after this many steps (needed when the env has no time limit)
     :param gamma: discount of the return ``R``
@@ -69,6 +75,8 @@ class DirPG(SimulatorAlgorithm):
         heuristic: Heuristic | None = None,
         prune: bool = True,
         early_stop: bool = True,
+        depth_first: bool = False,
+        stop_on_success: bool = False,
         batch_episodes: int | None = None,
         max_episode_steps: int | None = None,
         gamma: float = 1.0,
@@ -96,6 +104,8 @@ class DirPG(SimulatorAlgorithm):
         self.alpha = float(alpha)
         self.prune = prune
         self.early_stop = early_stop
+        self.depth_first = depth_first
+        self.stop_on_success = stop_on_success
         super().__init__(
             policy,
             env,
@@ -120,7 +130,7 @@ class DirPG(SimulatorAlgorithm):
         settings = dict(
             epsilon=self.epsilon, budget=self.search_budget, priority=self.priority, alpha=self.alpha,
             prune=self.prune and self.heuristic is not None, early_stop=self.early_stop, gamma=self.gamma,
-            horizon=self.horizon,
+            horizon=self.horizon, depth_first=self.depth_first, stop_on_success=self.stop_on_success,
         )  # fmt: skip
         settings.update(overrides)
         return SearchConfig(**settings)
@@ -219,13 +229,24 @@ class DirPG(SimulatorAlgorithm):
 
     def _log_search(self, episodes: list[EpisodeSearch]) -> None:
         found = [ep for ep in episodes if ep.opt_leaf >= 0]
+        if self.stop_on_success and found and self.simulator is not None and not self.simulator.reports_success:
+            warnings.warn(
+                f"DirPG: stop_on_success=True, but no episode end of {env_name(self.simulator.simulators[0])} reported "
+                "info['is_success'], so the search never stops on success; add the key in a wrapper (MiniGrid: "
+                "sb3_dirpg.envs.MiniGridShapedReward) or pass stop_on_success=False",
+                stacklevel=2,
+            )
         for ep in found:
             self._record_episode(ep.reward_sum_opt, ep.length_opt)
         improved = [ep for ep in found if ep.improved]
         log = self.logger.record_mean
         log("search/improved_fraction", len(improved) / max(1, len(found)))
         log("search/interactions_per_episode", float(np.mean([ep.interactions for ep in found])))
-        log("search/search_interactions_per_episode", float(np.mean([ep.interactions - ep.length_opt for ep in found])))
+        search_interactions = [ep.interactions - ep.length_opt for ep in found]
+        log("search/search_interactions_per_episode", float(np.mean(search_interactions)))
+        log("search/budget_unspent", float(np.mean([self.search_budget - n for n in search_interactions])))
+        log("search/success_opt", float(np.mean([ep.success_opt for ep in found])))
+        log("search/success_dir", float(np.mean([ep.success_dir for ep in found])))
         if improved:
             log("search/interactions_to_improvement", float(np.mean([ep.interactions_to_improvement for ep in improved])))
         log("search/d_opt", float(np.mean([ep.d_opt for ep in found])))

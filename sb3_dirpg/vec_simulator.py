@@ -57,7 +57,9 @@ class VecSimulator:
     """Batch simulator over a list of :class:`~sb3_dirpg.simulator.SimulatorWrapper` instances.
 
     Episode ``e`` always runs on simulator ``e % len(simulators)`` (a snapshot belongs to the wrapper that made it).
-    Every step restores a snapshot first, so one simulator serves any number of episodes.
+    Every step restores a snapshot first, so one simulator serves any number of episodes. A step that ends an episode
+    reports success when the env's info says ``is_success`` (SB3's convention); ``reports_success`` tells whether
+    any episode end so far carried that key.
 
     :param simulators: the simulators
     :param heuristic: ``heuristic(env) -> upper`` or ``(lower, upper)`` bound on the discounted return-to-go from the
@@ -75,6 +77,7 @@ class VecSimulator:
         self.n_actions = int(action_space.n)
         self._start = int(action_space.start)
         self._all_legal = np.ones(self.n_actions, dtype=bool)
+        self.reports_success = False
 
     @classmethod
     def from_vec_env(cls, venv: VecEnv, heuristic: Heuristic | None = None, algo: str = "DirPG") -> VecSimulator:
@@ -116,7 +119,9 @@ class VecSimulator:
             return float(value[0]), float(value[1])
         return -np.inf, float(value)
 
-    def _transitions(self, rows: list[tuple[Any, float, bool, np.ndarray, Any, tuple[float, float]]]) -> Transitions:
+    def _transitions(
+        self, rows: list[tuple[Any, float, bool, np.ndarray, Any, tuple[float, float]]], success: list[bool]
+    ) -> Transitions:
         obs, rewards, terminal, masks, snaps, bounds = zip(*rows)
         bounds_arr = np.asarray(bounds, dtype=np.float64)
         with_bounds = self.heuristic is not None
@@ -124,6 +129,7 @@ class VecSimulator:
             obs=list(obs), rewards=np.asarray(rewards, dtype=np.float64), terminal=np.asarray(terminal, dtype=bool),
             masks=np.stack(masks), snapshots=list(snaps),
             lower=bounds_arr[:, 0] if with_bounds else None, upper=bounds_arr[:, 1] if with_bounds else None,
+            success=np.asarray(success, dtype=bool),
         )  # fmt: skip
 
     def reset(self, seeds: Sequence[int]) -> Transitions:
@@ -136,23 +142,27 @@ class VecSimulator:
             obs, _ = env.reset(seed=int(seed))
             bounds = self._bounds(env) if self.heuristic is not None else (-np.inf, np.inf)
             rows.append((obs, 0.0, False, env.action_masks(), env.snapshot(), bounds))
-        return self._transitions(rows)
+        return self._transitions(rows, [False] * len(rows))
 
     def step(self, snapshots: Sequence[Any], actions: np.ndarray, episodes: np.ndarray) -> Transitions:
         """:param snapshots: states to step from
         :param actions: one action index per row (0-based)
         :param episodes: the episode of each row
         :return: the states reached (terminal states get no snapshot)"""
-        rows = []
+        rows, success = [], []
         n_sims = len(self.simulators)
         no_bounds = (0.0, 0.0)
         for snapshot, action, episode in zip(snapshots, actions.tolist(), episodes.tolist()):
             env = self.simulators[episode % n_sims]
             env.restore(snapshot)
-            obs, reward, terminated, truncated, _ = env.step(action + self._start)
+            obs, reward, terminated, truncated, info = env.step(action + self._start)
             if terminated or truncated:
                 rows.append((obs, float(reward), True, self._all_legal, None, no_bounds))
+                if "is_success" in info:
+                    self.reports_success = True
+                success.append(bool(info.get("is_success", False)))
                 continue
+            success.append(False)
             bounds = self._bounds(env) if self.heuristic is not None else no_bounds
             rows.append((obs, float(reward), False, env.action_masks(), env.snapshot(), bounds))
-        return self._transitions(rows)
+        return self._transitions(rows, success)

@@ -23,6 +23,8 @@ class TabularMDP:
     :param n_realisations: number of equally likely noise tables (1 means deterministic)
     :param mask_fn: ``(t, s) -> bool array`` of legal actions, or None for all legal
     :param seed: seed of the tables
+    :param bounds: report exact bounds on the return-to-go (best and worst continuation)
+    :param success_states: final states that count as success (reported in ``Transitions.success``), or None
     """
 
     def __init__(
@@ -34,6 +36,7 @@ class TabularMDP:
         mask_fn: Callable[[int, int], np.ndarray] | None = None,
         seed: int = 0,
         bounds: bool = False,
+        success_states: set[int] | None = None,
     ) -> None:
         rng = np.random.default_rng(seed)
         self.n_states, self.n_actions, self.horizon, self.n_realisations = n_states, n_actions, horizon, n_realisations
@@ -44,6 +47,7 @@ class TabularMDP:
         self.n_obs = (horizon + 1) * n_states
         self.steps = 0
         self.bounds = bounds
+        self.success_states = success_states
         if bounds:
             self._best = np.zeros((n_realisations, horizon + 1, n_states))
             self._worst = np.zeros((n_realisations, horizon + 1, n_states))
@@ -83,7 +87,10 @@ class TabularMDP:
             masks.append(self.mask(t + 1, s2))
             snaps.append((t + 1, s2, k))
         self.steps += len(actions)
-        return self._with_bounds(Transitions(obs, np.asarray(rewards), np.asarray(terminal), np.stack(masks), snaps))
+        trans = Transitions(obs, np.asarray(rewards), np.asarray(terminal), np.stack(masks), snaps)
+        if self.success_states is not None:
+            trans.success = np.array([t + 1 >= self.horizon and s in self.success_states for t, s, _ in snaps])
+        return self._with_bounds(trans)
 
     def trajectories(self, realisation: int) -> list[tuple[tuple[int, ...], list[int], float]]:
         """Enumerate every legal trajectory of one noise table.

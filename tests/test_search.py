@@ -184,12 +184,14 @@ def test_mean_update_equals_exact_gradient(mdp_kind: str, epsilon: float) -> Non
         assert z_wrong > threshold
 
 
+@pytest.mark.parametrize("depth_first", [False, True], ids=["best-first", "depth-first"])
 @pytest.mark.parametrize("epsilon", [1.0, -1.0])
-def test_pruned_astar_search_keeps_the_exact_gradient(epsilon: float) -> None:
-    """A* priority with admissible bounds and pruning still finds argmax D, so the mean update is unchanged."""
+def test_pruned_astar_search_keeps_the_exact_gradient(epsilon: float, depth_first: bool) -> None:
+    """A* priority with admissible bounds and pruning still finds argmax D, so the mean update is unchanged; so does
+    the depth-first order, which only changes the order in which regions are expanded."""
     mdp = TabularMDP(**STOCHASTIC, bounds=True)
     theta = random_theta(mdp, seed=13)
-    config = dict(budget=10**9, early_stop=False, prune=True, priority="astar", alpha=0.5)
+    config = dict(budget=10**9, early_stop=False, prune=True, priority="astar", alpha=0.5, depth_first=depth_first)
     updates, result = dirpg_updates(mdp, theta, epsilon, N_SAMPLES, seed=15, **config)
     z, threshold = max_abs_z(updates, exact_objective_gradient(mdp, theta, epsilon))
     assert z < threshold
@@ -259,3 +261,64 @@ def test_outcome_of_an_episode_does_not_depend_on_its_batch() -> None:
         assert together.actions(a.opt_leaf) == alone.actions(b.opt_leaf)
         assert together.actions(a.dir_leaf) == alone.actions(b.dir_leaf)
         assert (a.g_opt, a.d_dir, a.interactions) == (b.g_opt, b.d_dir, b.interactions)
+
+
+# -- depth-first order and stop on success ------------------------------------------------------------------------
+
+WIDE = dict(n_states=4, n_actions=3, horizon=6, n_realisations=4, seed=31)
+
+
+def unfinished_nodes(result) -> list[int]:
+    """Per episode: the nodes that lie on no completed trajectory (prefixes the search left half-explored)."""
+    tree, out = result.tree, []
+    for e, ep in enumerate(result.episodes):
+        on_paths = {node for t in ep.recorded for node in tree.path(t.leaf)}
+        nodes = np.flatnonzero(tree.nodes.episode[: tree.nodes.size] == e)
+        out.append(sum(int(n) not in on_paths for n in nodes))
+    return out
+
+
+def test_depth_first_leaves_at_most_one_trajectory_unfinished() -> None:
+    """Depth-first, every region popped from the queue is followed to a leaf: when the budget runs out at most one
+    chain (fewer than T nodes) is unfinished. The best-first A* order leaves many prefixes half-explored."""
+    mdp = TabularMDP(**WIDE, bounds=True)
+    theta = random_theta(mdp, seed=32)
+    common = dict(budget=40, early_stop=False, prune=False, priority="astar", alpha=1.0, record_trajectories=True)
+    depth = run_search(mdp, theta, 64, seed=33, depth_first=True, **common)
+    best = run_search(mdp, theta, 64, seed=33, depth_first=False, **common)
+    assert max(unfinished_nodes(depth)) < mdp.horizon
+    assert max(unfinished_nodes(best)) >= mdp.horizon
+    assert np.mean([ep.trajectories for ep in depth.episodes]) > np.mean([ep.trajectories for ep in best.episodes])
+    for a, b in zip(depth.episodes, best.episodes):  # a_opt does not depend on the order of the a_dir search
+        assert depth.actions(a.opt_leaf) == best.actions(b.opt_leaf) and a.g_opt == b.g_opt
+
+
+def test_depth_first_search_keeps_the_exact_gradient_without_pruning() -> None:
+    mdp = TabularMDP(**STOCHASTIC)
+    theta = random_theta(mdp, seed=13)
+    config = dict(budget=10**9, early_stop=False, prune=False, priority="gumbel", depth_first=True)
+    updates, _ = dirpg_updates(mdp, theta, 1.0, N_SAMPLES, seed=34, **config)
+    z, threshold = max_abs_z(updates, exact_objective_gradient(mdp, theta, 1.0))
+    assert z < threshold
+
+
+@pytest.mark.parametrize("depth_first", [False, True], ids=["best-first", "depth-first"])
+def test_stop_on_success_ends_the_search_at_the_first_success(depth_first: bool) -> None:
+    """No trajectory is completed after a successful one, an a_opt that succeeds ends the search after T interactions,
+    and the budget left is not counted; without the flag the same searches go on past their first success."""
+    mdp = TabularMDP(**WIDE, bounds=True, success_states={0})
+    theta = random_theta(mdp, seed=35)
+    common = dict(budget=200, early_stop=False, prune=False, priority="astar", alpha=0.5, gamma=0.99,
+                  record_trajectories=True, depth_first=depth_first)  # fmt: skip
+    stopped = run_search(mdp, theta, 200, seed=36, stop_on_success=True, **common)
+    full = run_search(mdp, theta, 200, seed=36, stop_on_success=False, **common)
+    successes = [[bool(stopped.tree.nodes.success[t.leaf]) for t in ep.recorded] for ep in stopped.episodes]
+    assert all(not any(flags[:-1]) for flags in successes)
+    opt_succeeded = [ep for ep in stopped.episodes if ep.success_opt]
+    assert 0 < len(opt_succeeded) < len(stopped.episodes)
+    assert all(ep.trajectories == 1 and ep.interactions == mdp.horizon and not ep.improved for ep in opt_succeeded)
+    found_later = [ep for ep, flags in zip(stopped.episodes, successes) if flags[-1] and not ep.success_opt]
+    assert found_later and all(ep.interactions < mdp.horizon + 200 for ep in found_later)
+    assert sum(ep.interactions for ep in stopped.episodes) < sum(ep.interactions for ep in full.episodes)
+    full_successes = [sum(bool(full.tree.nodes.success[t.leaf]) for t in ep.recorded) for ep in full.episodes]
+    assert max(full_successes) > 1

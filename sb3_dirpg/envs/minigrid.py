@@ -50,9 +50,10 @@ class MiniGridShapedReward(gym.Wrapper, gym.utils.RecordConstructorArgs):
       agent entered the goal in MultiRoom, DoorKey, Empty ...).
 
     MiniGrid's own reward (``1 - 0.9 * step_count / max_steps`` on success) is replaced, and kept in
-    ``info["minigrid_reward"]``. Everything is computed by comparing the state before and after the step (the door
-    in front of the agent, which is the only one a step can toggle, and whether the agent carries something), so the
-    wrapper has no state of its own and needs nothing in a simulator snapshot.
+    ``info["minigrid_reward"]``; ``info["is_success"]`` (SB3's convention) says whether the step reached the goal.
+    Everything is computed by comparing the state before and after the step (the door in front of the agent, which is
+    the only one a step can toggle, and whether the agent carries something), so the wrapper has no state of its own
+    and needs nothing in a simulator snapshot.
 
     :param env: a MiniGrid env (possibly wrapped)
     :param door_reward: reward for opening a door (minus this for closing one)
@@ -79,7 +80,7 @@ class MiniGridShapedReward(gym.Wrapper, gym.utils.RecordConstructorArgs):
 
     def step(self, action: int) -> tuple[Any, float, bool, bool, dict[str, Any]]:
         """:param action: MiniGrid action
-        :return: observation, shaped reward, terminated, truncated, info (with ``minigrid_reward``)"""
+        :return: observation, shaped reward, terminated, truncated, info (with ``minigrid_reward`` and ``is_success``)"""
         base = self.env.unwrapped
         front = base.grid.get(*base.front_pos)
         door = front if front is not None and front.type == "door" else None
@@ -96,6 +97,7 @@ class MiniGridShapedReward(gym.Wrapper, gym.utils.RecordConstructorArgs):
             shaped += self.goal_reward
         info = dict(info)
         info["minigrid_reward"] = reward
+        info["is_success"] = bool(terminated and reward > 0)
         return obs, shaped, terminated, truncated, info
 
 

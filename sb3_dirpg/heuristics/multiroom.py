@@ -35,10 +35,11 @@ class MultiRoomBound:
     agent next to ``x``, so it happens at step index ``>= m(x) - 1`` (discount ``<= gamma^(m(x) - 1)``) and is
     possible only if ``m(x) <= K``. Each step triggers at most one event.
 
-    * Goal: at most ``goal_reward * gamma^(m_goal - 1)`` (nearest goal cell), 0 if ``m_goal > K``.
+    * Goal: at most ``goal_reward * gamma^(m_goal - 1)`` (nearest goal cell), 0 if ``m_goal > K`` (with ``step_limit``).
     * Doors: the toggle rewards of one door alternate in sign with decreasing discount, so a *closed* (or locked) door
       contributes at most ``door_reward * gamma^(m - 1)`` and at least 0; an *open* door at most 0 and at least
-      ``-door_reward * gamma^(max(m - 1, 0))``. Doors with ``max(m - 1, 0) >= K`` contribute nothing.
+      ``-door_reward * gamma^(max(m - 1, 0))``. With ``step_limit``, doors with ``max(m - 1, 0) >= K``
+      contribute nothing.
     * Pickups: pickups and drops alternate too: when not carrying, at most ``pickup_reward * gamma^(m_obj - 1)``
       (nearest pickable object within reach) and at least 0; when carrying, at most 0 and at least ``-pickup_reward``.
 
@@ -46,10 +47,17 @@ class MultiRoomBound:
     the env's room list (a few cell look-ups); for other MiniGrid envs the grid is scanned (slower, O(width * height)).
     The bound is only valid for envs whose success is entering a ``Goal`` cell; an env without a goal raises.
 
+    With ``step_limit=True`` the terms of events that the steps left cannot reach are dropped. That bound is tighter,
+    which helps pruning, but it starves the weighted-A* priority ``G + ε·(L + α·U)``: along a deep prefix of a weak
+    policy the goal leaves reach, the priority falls by ``ε·α·goal_reward`` and the search retreats to shallow regions
+    without completing trajectories (measured on MultiRoom-N6 in ``docs/hyperparameters.md``). The default ignores the
+    step limit, as the authors' bound does; both are admissible.
+
     :param gamma: discount in (0, 1]
     :param door_reward: the wrapper's ``door_reward``
     :param goal_reward: the wrapper's ``goal_reward``
     :param pickup_reward: the wrapper's ``pickup_reward``
+    :param step_limit: drop the terms of events beyond the steps left (tighter, but starves the weighted priority)
     """
 
     def __init__(
@@ -58,6 +66,7 @@ class MultiRoomBound:
         door_reward: float = DEFAULT_DOOR_REWARD,
         goal_reward: float = DEFAULT_GOAL_REWARD,
         pickup_reward: float = DEFAULT_PICKUP_REWARD,
+        step_limit: bool = False,
     ) -> None:
         if not 0.0 < gamma <= 1.0:
             raise ValueError(f"gamma must be in (0, 1], got {gamma}")
@@ -67,19 +76,21 @@ class MultiRoomBound:
         self.door_reward = float(door_reward)
         self.goal_reward = float(goal_reward)
         self.pickup_reward = float(pickup_reward)
+        self.step_limit = bool(step_limit)
 
     @classmethod
-    def for_env(cls, env: gym.Env, gamma: float = 1.0) -> MultiRoomBound:
+    def for_env(cls, env: gym.Env, gamma: float = 1.0, step_limit: bool = False) -> MultiRoomBound:
         """Bound with the reward values of the :class:`MiniGridShapedReward` found in ``env``'s wrapper chain.
 
         :param env: a wrapped MiniGrid env
         :param gamma: discount in (0, 1]
+        :param step_limit: see the class docstring
         :return: the bound
         """
         wrapper = env
         while isinstance(wrapper, gym.Wrapper):
             if isinstance(wrapper, MiniGridShapedReward):
-                return cls(gamma, wrapper.door_reward, wrapper.goal_reward, wrapper.pickup_reward)
+                return cls(gamma, wrapper.door_reward, wrapper.goal_reward, wrapper.pickup_reward, step_limit)
             wrapper = wrapper.env
         raise ValueError(f"no MiniGridShapedReward in the wrapper chain of {env}")
 
@@ -121,6 +132,7 @@ class MultiRoomBound:
         steps_left = base.max_steps - base.step_count
         if steps_left <= 0:
             return 0.0, 0.0
+        reach = steps_left if self.step_limit else float("inf")
         doors, goals, pickables = self._scan(base)
         if not goals:
             raise ValueError(f"MultiRoomBound needs a Goal cell in the grid of {type(base).__name__}")
@@ -129,11 +141,11 @@ class MultiRoomBound:
         m_goal = min(abs(ax - x) + abs(ay - y) for x, y in goals)
         if m_goal == 0:  # standing on the goal: the episode is over
             return 0.0, 0.0
-        upper = self.goal_reward * gamma ** (m_goal - 1) if m_goal <= steps_left else 0.0
+        upper = self.goal_reward * gamma ** (m_goal - 1) if m_goal <= reach else 0.0
         lower = 0.0
         for x, y, is_open in doors:
             first = max(abs(ax - x) + abs(ay - y) - 1, 0)
-            if first >= steps_left:
+            if first >= reach:
                 continue
             if is_open:
                 lower -= self.door_reward * gamma**first
@@ -143,6 +155,6 @@ class MultiRoomBound:
             lower -= self.pickup_reward
         elif pickables:
             first = min(abs(ax - x) + abs(ay - y) for x, y in pickables) - 1
-            if first < steps_left:
+            if first < reach:
                 upper += self.pickup_reward * gamma**first
         return float(lower), float(upper)

@@ -20,6 +20,8 @@ class Transitions:
     :param snapshots: one opaque simulator snapshot per row, to step from later
     :param lower: lower bound on the discounted return-to-go from each state, shape (n,), or None
     :param upper: upper bound on the discounted return-to-go from each state, shape (n,), or None
+    :param success: whether the step that reached each state ended the episode in success (SB3's
+        ``info["is_success"]``), bool, shape (n,), or None when the simulator does not report it
     """
 
     obs: list[Any]
@@ -29,6 +31,7 @@ class Transitions:
     snapshots: list[Any]
     lower: np.ndarray | None = None
     upper: np.ndarray | None = None
+    success: np.ndarray | None = None
 
 
 class BatchSimulator(Protocol):

@@ -36,6 +36,12 @@ class SearchConfig:
     :param horizon: maximum trajectory length (a trajectory is cut there), or None to rely on the simulator
     :param max_trajectories: stop a search after this many complete trajectories (Gumbel top-K), or None
     :param record_trajectories: keep every complete trajectory (leaf, G, return, D) in the result
+    :param depth_first: once a region is popped, follow its sampled child chain to the end of a trajectory before
+        popping another region (the authors' depth-first option): every pop from the queue completes a trajectory.
+        It changes nothing before ``a_opt`` is found (the child of the best region is the best region).
+    :param stop_on_success: end an episode's search as soon as a trajectory ends in success (the simulator's
+        ``success`` flag, SB3's ``info["is_success"]``; the authors' "break on goal"). When ``a_opt`` succeeds the
+        search ends at once and the episode adds nothing to the update; the budget left is neither spent nor counted.
     """
 
     epsilon: float = 1.0
@@ -48,6 +54,8 @@ class SearchConfig:
     horizon: int | None = None
     max_trajectories: int | None = None
     record_trajectories: bool = False
+    depth_first: bool = False
+    stop_on_success: bool = False
 
     def __post_init__(self) -> None:
         if not np.isfinite(self.epsilon) or self.epsilon == 0:
@@ -95,6 +103,8 @@ class EpisodeSearch:
     :param return_dir: return of ``a_dir``
     :param d_opt: ``D(a_opt) = G(a_opt) + ε·R(a_opt)``
     :param d_dir: ``D(a_dir)``
+    :param success_opt: whether ``a_opt`` ended in success (False when the simulator does not report success)
+    :param success_dir: whether ``a_dir`` ended in success
     :param length_opt: number of actions of ``a_opt``
     :param interactions: environment interactions spent, ``a_opt`` included
     :param interactions_to_improvement: search interactions (after ``a_opt``) until the first improvement, or None
@@ -112,6 +122,8 @@ class EpisodeSearch:
     return_dir: float = float("nan")
     d_opt: float = float("nan")
     d_dir: float = float("nan")
+    success_opt: bool = False
+    success_dir: bool = False
     length_opt: int = 0
     interactions: int = 0
     interactions_to_improvement: int | None = None
@@ -242,8 +254,13 @@ class TopDownSearch:
         phase: list[int],
         d_best: list[float],
         results: list[EpisodeSearch],
+        follow: list[tuple[float, int] | None] | None = None,
     ) -> None:
-        """Push regions onto the heaps of their episodes, pruning those that cannot beat the best ``D`` so far."""
+        """Push regions onto the heaps of their episodes, pruning those that cannot beat the best ``D`` so far.
+
+        With ``follow``, each region becomes its episode's next region to expand instead (depth-first; at most one
+        region per episode).
+        """
         if regions.size == 0:
             return
         g_arr = tree.regions.G[regions]
@@ -253,12 +270,34 @@ class TopDownSearch:
         g = g_arr.tolist()
         prune = self.config.prune
         for i, (r, e) in enumerate(zip(regions.tolist(), eps.tolist())):
-            if phase[e] == _OPT:
-                heapq.heappush(heaps[e], (-g[i], bound[i], r))
-            elif prune and bound[i] <= d_best[e]:
+            if phase[e] == _DIR and prune and bound[i] <= d_best[e]:
                 results[e].pruned += 1
+            elif follow is not None:
+                follow[e] = (bound[i], r)
             else:
-                heapq.heappush(heaps[e], (-prio_dir[i], bound[i], r))
+                heapq.heappush(heaps[e], (-(g[i] if phase[e] == _OPT else prio_dir[i]), bound[i], r))
+
+    def _pop(self, e: int, heaps: list[list], follow: list[tuple[float, int] | None], phase: list[int],
+             d_best: list[float], results: list[EpisodeSearch]) -> int:  # fmt: skip
+        """Take episode ``e``'s next region: the followed child (depth-first), else the heap's best; regions that can no
+        longer beat the best ``D`` are pruned on the way.
+
+        :return: the region, or -1 when none is left
+        """
+        prune = self.config.prune and phase[e] == _DIR
+        followed, follow[e] = follow[e], None
+        if followed is not None:
+            if not (prune and followed[0] <= d_best[e]):
+                return followed[1]
+            results[e].pruned += 1
+        heap = heaps[e]
+        while heap:
+            _, bound, region = heapq.heappop(heap)
+            if prune and bound <= d_best[e]:
+                results[e].pruned += 1
+                continue
+            return region
+        return -1
 
     def _reprioritise(self, tree: SearchTree, e: int, heaps: list[list], phase: list[int], d_best: list[float],
                       results: list[EpisodeSearch]) -> None:  # fmt: skip
@@ -314,6 +353,7 @@ class TopDownSearch:
 
         results = [EpisodeSearch(seed=int(s)) for s in seeds]
         heaps: list[list] = [[] for _ in range(n_eps)]
+        follow: list[tuple[float, int] | None] = [None] * n_eps
         phase = [_OPT] * n_eps
         d_best = [-np.inf] * n_eps
         self._push(tree, root_regions, episodes_idx, heaps, phase, d_best, results)
@@ -325,15 +365,7 @@ class TopDownSearch:
             for e in range(n_eps):
                 if phase[e] == _DONE:
                     continue
-                heap = heaps[e]
-                region = -1
-                while heap:
-                    _, bound, r = heapq.heappop(heap)
-                    if cfg.prune and phase[e] == _DIR and bound <= d_best[e]:
-                        results[e].pruned += 1
-                        continue
-                    region = r
-                    break
+                region = self._pop(e, heaps, follow, phase, d_best, results)
                 if region < 0:
                     phase[e] = _DONE
                     continue
@@ -343,7 +375,7 @@ class TopDownSearch:
                 break
             eps_arr = np.asarray(popped_eps, dtype=np.int64)
             regs = np.asarray(popped_regions, dtype=np.int64)
-            self._expand(tree, eps_arr, regs, rngs, results, heaps, phase, d_best, search_interactions)
+            self._expand(tree, eps_arr, regs, rngs, results, heaps, follow, phase, d_best, search_interactions)
             if on_iteration is not None and on_iteration(len(popped_eps)) is False:
                 stopped = True
                 break
@@ -377,6 +409,7 @@ class TopDownSearch:
         rngs: list[np.random.Generator],
         results: list[EpisodeSearch],
         heaps: list[list],
+        follow: list[tuple[float, int] | None],
         phase: list[int],
         d_best: list[float],
         search_interactions: np.ndarray,
@@ -418,13 +451,14 @@ class TopDownSearch:
             terminal = terminal | (depth >= cfg.horizon)
         masks = np.asarray(trans.masks, dtype=bool)
         _check_masks(masks, terminal, eps_arr, "after a step")
-        reached = Transitions(trans.obs, rewards, terminal, masks, trans.snapshots, trans.lower, trans.upper)
+        reached = Transitions(trans.obs, rewards, terminal, masks, trans.snapshots, trans.lower, trans.upper, trans.success)
         lower, upper = self._bounds_of(reached, depth)
         children = tree.add_nodes(
             episode=eps_arr, parent=nodes, action=actions, depth=depth,
             log_p=tree.nodes.log_p[nodes] + log_pi[rows, actions], reward=rewards,
             ret=tree.nodes.ret[nodes] + cfg.gamma ** parent_depth.astype(np.float64) * rewards,
             terminal=terminal, legal=masks, lower=lower, upper=upper, obs=trans.obs, snapshots=trans.snapshots,
+            success=trans.success,
         )  # fmt: skip
         for e in eps_arr.tolist():
             if phase[e] == _DIR:
@@ -436,7 +470,8 @@ class TopDownSearch:
         open_children = ~terminal
         child_regions = tree.add_regions(children[open_children], masks[open_children], g[open_children])
         self._push(tree, rest_regions, eps_arr[has_rest], heaps, phase, d_best, results)
-        self._push(tree, child_regions, eps_arr[open_children], heaps, phase, d_best, results)
+        self._push(tree, child_regions, eps_arr[open_children], heaps, phase, d_best, results,
+                   follow if cfg.depth_first else None)  # fmt: skip
 
         returns = tree.nodes.ret[children]
         d_values = g + cfg.epsilon * returns
@@ -467,22 +502,26 @@ class TopDownSearch:
         ep.trajectories += 1
         if cfg.record_trajectories:
             ep.recorded.append(CompletedTrajectory(leaf=leaf, g=g, ret=ret, d=d))
+        success = bool(tree.nodes.success[leaf])
         if phase[e] == _OPT:
             ep.opt_leaf = ep.dir_leaf = leaf
             ep.reward_sum_opt = tree.undiscounted_return(leaf)
             ep.g_opt, ep.return_opt, ep.return_dir, ep.d_opt, ep.d_dir = g, ret, ret, d, d
+            ep.success_opt = ep.success_dir = success
             d_best[e] = d
             phase[e] = _DIR
-            if cfg.priority != "gumbel":
+            if cfg.priority != "gumbel" and not (cfg.stop_on_success and success):
                 self._reprioritise(tree, e, heaps, phase, d_best, results)
         elif phase[e] == _DIR and d > d_best[e]:
             if ep.interactions_to_improvement is None:
                 ep.interactions_to_improvement = int(search_interactions[e])
-            ep.dir_leaf, ep.return_dir, ep.d_dir = leaf, ret, d
+            ep.dir_leaf, ep.return_dir, ep.d_dir, ep.success_dir = leaf, ret, d, success
             d_best[e] = d
             if cfg.early_stop and cfg.max_trajectories is None:
                 phase[e] = _DONE
         if cfg.max_trajectories is not None and ep.trajectories >= cfg.max_trajectories:
+            phase[e] = _DONE
+        if cfg.stop_on_success and success:
             phase[e] = _DONE
 
 

@@ -59,6 +59,7 @@ class SearchTree:
                 "lower": (np.float64, (), -np.inf),
                 "upper": (np.float64, (), np.inf),
                 "terminal": (np.bool_, (), False),
+                "success": (np.bool_, (), False),
                 "legal": (np.bool_, (n_actions,), False),
                 "log_pi": (np.float64, (n_actions,), np.nan),
                 "evaluated": (np.bool_, (), False),
@@ -87,6 +88,7 @@ class SearchTree:
         upper: np.ndarray,
         obs: list[Any],
         snapshots: list[Any],
+        success: np.ndarray | None = None,
     ) -> np.ndarray:
         """Append a batch of nodes.
 
@@ -94,6 +96,8 @@ class SearchTree:
         """
         ids = self.nodes.allocate(len(episode))
         n = self.nodes
+        if success is not None:
+            n.success[ids] = success
         n.episode[ids], n.parent[ids], n.action[ids], n.depth[ids] = episode, parent, action, depth
         n.log_p[ids], n.reward[ids], n.ret[ids], n.terminal[ids], n.legal[ids] = log_p, reward, ret, terminal, legal
         n.lower[ids], n.upper[ids] = lower, upper

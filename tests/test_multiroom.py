@@ -1,0 +1,101 @@
+"""MultiRoom-N6, the paper's flagship task: the shipped search must complete trajectories with an untrained policy, stop
+on success, and the learning-at-scale experiment must run, checkpoint and resume (tiny budgets here)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+import yaml
+from stable_baselines3.common.env_util import make_vec_env
+from stable_baselines3.common.vec_env import DummyVecEnv
+
+from sb3_dirpg import DirPG, MiniGridCNN
+from sb3_dirpg.envs import make_minigrid_env
+from sb3_dirpg.experiments import multiroom
+from sb3_dirpg.heuristics import MultiRoomBound
+from sb3_dirpg.zoo import HYPERPARAMS_DIR, prepare_hyperparams
+
+torch.set_num_threads(1)
+N6 = "MiniGrid-MultiRoom-N6-v0"
+ZOO_ONLY = ("n_timesteps", "policy", "env_wrapper", "env_kwargs")
+
+
+def shipped_n6(**overrides) -> DirPG:
+    """DirPG with the hyperparameters of the N6 entry of ``zoo_hyperparams/dirpg.yml`` (untrained, seed 0)."""
+    entry = yaml.safe_load((HYPERPARAMS_DIR / "dirpg.yml").read_text())[N6]
+    kwargs = {k: v for k, v in prepare_hyperparams(entry).items() if k not in ZOO_ONLY}
+    kwargs.update(overrides)
+    venv = make_vec_env(lambda: make_minigrid_env(N6, **entry["env_kwargs"]), n_envs=1, vec_env_cls=DummyVecEnv)
+    return DirPG(entry["policy"], venv, seed=0, device="cpu", **kwargs)
+
+
+def test_shipped_n6_search_completes_trajectories_and_improves() -> None:
+    """With an untrained policy, the shipped setting completes several trajectories per map and improves on a_opt on
+    some maps (the bound that drops terms beyond the step limit completed one, a_opt, and never updated)."""
+    model = shipped_n6()
+    result = model.search(list(range(100, 108)))
+    trajectories = [ep.trajectories for ep in result.episodes]
+    assert np.mean(trajectories) >= 2, trajectories
+    assert any(ep.improved for ep in result.episodes)
+    assert all(ep.return_dir >= ep.return_opt or ep.d_dir > ep.d_opt for ep in result.episodes)
+
+
+def test_step_limited_bound_starves_the_weighted_priority() -> None:
+    """The measured failure this setting avoids: the same search with the step-limited bound and best-first order
+    finishes no trajectory besides a_opt on the same maps."""
+    model = shipped_n6(heuristic=MultiRoomBound(0.999, step_limit=True), depth_first=False)
+    result = model.search(list(range(100, 104)))
+    assert [ep.trajectories for ep in result.episodes] == [1, 1, 1, 1]
+
+
+def test_stop_on_success_spends_less_than_the_budget_on_easy_maps() -> None:
+    """On Empty-5x5 a random policy often reaches the goal: those searches end there, and learn() counts only the
+    interactions made."""
+    venv = make_vec_env(lambda: make_minigrid_env("MiniGrid-Empty-5x5-v0", max_steps=40), n_envs=1, vec_env_cls=DummyVecEnv)
+    policy_kwargs = dict(features_extractor_class=MiniGridCNN, net_arch=[], normalize_images=False)
+    model = DirPG("MultiInputPolicy", venv, search_budget=500, priority="astar", alpha=0.2, early_stop=False, gamma=0.999,
+                  heuristic=MultiRoomBound(0.999), depth_first=True, stop_on_success=True, batch_episodes=8, seed=0,
+                  policy_kwargs=policy_kwargs, device="cpu")  # fmt: skip
+    result = model.search(list(range(8)))
+    ended = [ep for ep in result.episodes if ep.success_dir]
+    assert ended and all(ep.interactions < ep.length_opt + 500 for ep in ended)
+    assert all(ep.trajectories == 1 for ep in result.episodes if ep.success_opt)
+    model.learn(1)  # one batch of 8 maps: had every search spent its budget, that alone is 8 * 500 interactions
+    assert 0 < model.num_timesteps < 8 * 500
+
+
+def test_stop_on_success_warns_when_the_env_never_reports_success() -> None:
+    model = DirPG("MlpPolicy", "CartPole-v1", search_budget=20, stop_on_success=True, batch_episodes=2, seed=0, device="cpu")
+    with pytest.warns(UserWarning, match="is_success"):
+        model.learn(200)
+
+
+def test_experiment_runs_checkpoints_resumes_and_reports(tmp_path: Path) -> None:
+    runs, out = tmp_path / "runs", tmp_path / "out"
+    argv = ["--methods", "dirpg", "reinforce", "--seeds", "0", "--interactions", "3000", "--eval-every", "3000",
+            "--eval-maps", "20", "--procs", "1", "--runs-dir", str(runs), "--out", str(out)]  # fmt: skip
+    multiroom.main(argv)
+    first = json.loads((runs / "dirpg-s0" / "curve.json").read_text())["points"]
+    assert [p[0] for p in first][0] == 0 and first[-1][0] >= 3000
+    data = multiroom.main([*argv[:-6], "--interactions", "6000", "--procs", "1", "--runs-dir", str(runs), "--out",
+                           str(out), "--resume"])  # fmt: skip
+    points = data["runs"]["dirpg"]["0"]
+    assert points[: len(first)] == first and points[-1][0] >= 6000
+    assert all(0.0 <= p[1] <= 1.0 for p in points)
+    assert set(data["summary"]) == {"dirpg", "reinforce"}
+    assert (out / "multiroom_n6.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_shipped_yaml_matches_the_experiment_setting() -> None:
+    """The zoo entry users train with is the setting the experiment measured as ``dirpg``."""
+    entry = yaml.safe_load((HYPERPARAMS_DIR / "dirpg.yml").read_text())[N6]
+    _, kwargs, bound = multiroom.METHODS["dirpg"]
+    for key, value in {**multiroom.COMMON, **kwargs}.items():
+        assert entry[key] == value, key
+    assert entry["env_kwargs"]["max_steps"] == multiroom.MAX_STEPS
+    heuristic = prepare_hyperparams(entry)["heuristic"]
+    assert isinstance(heuristic, MultiRoomBound) and heuristic.step_limit == bound.get("step_limit", False)
