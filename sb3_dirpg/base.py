@@ -258,8 +258,16 @@ class SimulatorAlgorithm(BaseAlgorithm):
 
     # -- learning --------------------------------------------------------------------------------------------
 
-    def _record_episode(self, ret: float, length: int) -> None:
+    def _record_episode(self, ret: float, length: int, success: bool = False) -> None:
+        """Add one on-policy episode to the ``rollout/`` statistics.
+
+        :param ret: its undiscounted return
+        :param length: its number of steps
+        :param success: whether it ended in success (kept only when the env reports ``info["is_success"]``)
+        """
         self.ep_info_buffer.append({"r": ret, "l": length, "t": round(time.time() - self.start_time / 1e9, 6)})
+        if self.simulator is not None and self.simulator.reports_success:
+            self.ep_success_buffer.append(float(success))
         self._episode_num += 1
 
     def _optimizer_step(self, loss: th.Tensor) -> float:
@@ -334,6 +342,8 @@ class SimulatorAlgorithm(BaseAlgorithm):
         if self.ep_info_buffer:
             self.logger.record("rollout/ep_rew_mean", safe_mean([ep["r"] for ep in self.ep_info_buffer]))
             self.logger.record("rollout/ep_len_mean", safe_mean([ep["l"] for ep in self.ep_info_buffer]))
+        if self.ep_success_buffer:
+            self.logger.record("rollout/success_rate", safe_mean(self.ep_success_buffer))
         self.logger.record("time/fps", fps)
         self.logger.record("time/time_elapsed", int(elapsed), exclude="tensorboard")
         self.logger.record("time/total_timesteps", self.num_timesteps, exclude="tensorboard")

@@ -237,7 +237,7 @@ class DirPG(SimulatorAlgorithm):
                 stacklevel=2,
             )
         for ep in found:
-            self._record_episode(ep.reward_sum_opt, ep.length_opt)
+            self._record_episode(ep.reward_sum_opt, ep.length_opt, ep.success_opt)
         improved = [ep for ep in found if ep.improved]
         log = self.logger.record_mean
         log("search/improved_fraction", len(improved) / max(1, len(found)))

@@ -14,6 +14,7 @@ from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.vec_env import DummyVecEnv
 
 from sb3_dirpg import DirPG, MiniGridCNN
+from sb3_dirpg.baselines import Reinforce
 from sb3_dirpg.envs import make_minigrid_env
 from sb3_dirpg.experiments import multiroom
 from sb3_dirpg.heuristics import MultiRoomBound
@@ -66,6 +67,19 @@ def test_stop_on_success_spends_less_than_the_budget_on_easy_maps() -> None:
     assert all(ep.trajectories == 1 for ep in result.episodes if ep.success_opt)
     model.learn(1)  # one batch of 8 maps: had every search spent its budget, that alone is 8 * 500 interactions
     assert 0 < model.num_timesteps < 8 * 500
+    assert len(model.ep_success_buffer) == 8  # a_opt's success feeds rollout/success_rate
+
+
+def test_reinforce_records_the_success_of_its_rollouts() -> None:
+    venv = make_vec_env(lambda: make_minigrid_env("MiniGrid-Empty-5x5-v0", max_steps=40), n_envs=1, vec_env_cls=DummyVecEnv)
+    policy_kwargs = dict(features_extractor_class=MiniGridCNN, net_arch=[], normalize_images=False)
+    model = Reinforce("MultiInputPolicy", venv, n_rollouts=10, batch_episodes=2, seed=0, policy_kwargs=policy_kwargs,
+                      device="cpu")  # fmt: skip
+    model.learn(1)
+    assert len(model.ep_success_buffer) == 20 and 0 < np.mean(model.ep_success_buffer) < 1
+    cartpole = Reinforce("MlpPolicy", "CartPole-v1", n_rollouts=2, batch_episodes=1, seed=0, device="cpu")
+    cartpole.learn(1)
+    assert len(cartpole.ep_success_buffer) == 0  # CartPole reports no is_success: no success rate is made up
 
 
 def test_stop_on_success_warns_when_the_env_never_reports_success() -> None:

@@ -101,8 +101,8 @@ class RolloutAlgorithm(SimulatorAlgorithm):
         rollouts = self.collect(seeds, callback)
         if rollouts is None:
             return False
-        for ret, length in zip(rollouts.returns().tolist(), rollouts.lengths.tolist()):
-            self._record_episode(ret, length)
+        for ret, length, success in zip(rollouts.returns().tolist(), rollouts.lengths.tolist(), rollouts.success.tolist()):
+            self._record_episode(ret, length, success)
         self.train(rollouts)
         return True
 

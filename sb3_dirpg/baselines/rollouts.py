@@ -31,6 +31,8 @@ class Rollouts:
     :param lengths: number of steps of each rollout, shape (n_episodes * n_rollouts,)
     :param n_episodes: number of episodes
     :param n_rollouts: rollouts per episode
+    :param success: whether each rollout ended in success (the simulator's flag; all False when it reports none),
+        shape (n_episodes * n_rollouts,)
     """
 
     obs: list
@@ -42,6 +44,7 @@ class Rollouts:
     lengths: np.ndarray
     n_episodes: int
     n_rollouts: int
+    success: np.ndarray
 
     @property
     def n_interactions(self) -> int:
@@ -97,6 +100,7 @@ def collect_rollouts(
     snapshots = [root.snapshots[e] for e in episode]
     masks = root.masks[episode]
     lengths = np.zeros(n_total, dtype=np.int64)
+    success = np.zeros(n_total, dtype=bool)
     steps: dict[str, list] = {"obs": [], "masks": [], "actions": [], "rewards": [], "rollout": [], "time": []}
     live = np.arange(n_total)
     while live.size:
@@ -114,6 +118,8 @@ def collect_rollouts(
         steps["rollout"].append(live)
         steps["time"].append(lengths[live])
         lengths[live] += 1
+        if reached.success is not None:
+            success[live] |= reached.success
         done = reached.terminal if horizon is None else reached.terminal | (lengths[live] >= horizon)
         for row in np.flatnonzero(~done).tolist():
             j = live[row]
@@ -132,4 +138,5 @@ def collect_rollouts(
         lengths=lengths,
         n_episodes=n_episodes,
         n_rollouts=n_rollouts,
+        success=success,
     )

@@ -43,7 +43,6 @@ from sb3_dirpg.policies import MiniGridCNN
 
 POLICY_KWARGS = dict(features_extractor_class=MiniGridCNN, net_arch=[], normalize_images=False)
 HELD_OUT_SEED = 1_000_000_007  # evaluation maps use seeds from here on; training seeds are random 31-bit integers
-GOAL_REWARD = 100.0
 
 
 def make_env_fn(env_id: str) -> Callable[[], gym.Env]:
@@ -92,15 +91,17 @@ def attach_recorder(model: SimulatorAlgorithm) -> dict[str, list[float]]:
     every episode's ``D(a_opt)``, ``D(a_dir)`` and whether the search improved on ``a_opt``.
 
     :param model: a DirPG or rollout baseline model (its methods are wrapped on the instance)
-    :return: lists ``t``, ``ret`` (one entry per sampled trajectory) and ``d_t``, ``d_opt``, ``d_dir``, ``improved``
+    :return: lists ``t``, ``ret``, ``success`` (one entry per sampled trajectory; success is reaching the goal,
+        ``info["is_success"]``) and ``d_t``, ``d_opt``, ``d_dir``, ``improved``
     """
-    log: dict[str, list[float]] = {"t": [], "ret": [], "d_t": [], "d_opt": [], "d_dir": [], "improved": []}
+    log: dict[str, list[float]] = {"t": [], "ret": [], "success": [], "d_t": [], "d_opt": [], "d_dir": [], "improved": []}
     record_episode = model._record_episode
 
-    def recording(ret: float, length: int) -> None:
+    def recording(ret: float, length: int, success: bool = False) -> None:
         log["t"].append(model.num_timesteps)
         log["ret"].append(float(ret))
-        record_episode(ret, length)
+        log["success"].append(float(success))
+        record_episode(ret, length, success)
 
     model._record_episode = recording  # type: ignore[method-assign]
     if isinstance(model, DirPG):
@@ -295,7 +296,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
             model.learn(settings["interactions"])
             run = runs[method]
             run["ret"].append(binned(log["t"], log["ret"], edges))
-            run["success"].append(binned(log["t"], [float(r >= GOAL_REWARD) for r in log["ret"]], edges))
+            run["success"].append(binned(log["t"], log["success"], edges))
             if log["d_t"]:
                 run["d_opt"].append(binned(log["d_t"], log["d_opt"], edges))
                 run["d_dir"].append(binned(log["d_t"], log["d_dir"], edges))

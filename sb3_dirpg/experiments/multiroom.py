@@ -44,13 +44,13 @@ DIRPG_PAPER = dict(epsilon=1.0, search_budget=2900, priority="astar", alpha=0.2,
 
 # method name -> (algorithm, constructor arguments, MultiRoomBound arguments or None)
 METHODS: dict[str, tuple[str, dict[str, Any], dict[str, Any] | None]] = {
-    # the shipped setting (zoo_hyperparams/dirpg.yml): the authors' horizon-free bound, depth-first, break on goal
-    "dirpg": ("DirPG", dict(DIRPG_PAPER, depth_first=True, stop_on_success=True), {}),
+    # the shipped setting (zoo_hyperparams/dirpg.yml): the authors' horizon-free bound, best-first, break on goal
+    "dirpg": ("DirPG", dict(DIRPG_PAPER, stop_on_success=True), {}),
+    "dirpg-df-stop": ("DirPG", dict(DIRPG_PAPER, depth_first=True, stop_on_success=True), {}),
     # the setting shipped before: the bound that drops terms beyond the steps left; it never completes a 2nd trajectory
     "dirpg-paper-tight": ("DirPG", dict(DIRPG_PAPER), dict(step_limit=True)),
     # the authors' bound (no step limit), best-first
     "dirpg-free": ("DirPG", dict(DIRPG_PAPER), {}),
-    "dirpg-free-stop": ("DirPG", dict(DIRPG_PAPER, stop_on_success=True), {}),
     "dirpg-df": ("DirPG", dict(DIRPG_PAPER, depth_first=True), {}),
     "dirpg-df-early": ("DirPG", dict(DIRPG_PAPER, depth_first=True, stop_on_success=True, early_stop=True), {}),
     "dirpg-gumbel-stop": ("DirPG", dict(DIRPG_PAPER, priority="gumbel", alpha=0.0, stop_on_success=True), None),
@@ -275,9 +275,13 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     if not args.report:
         jobs = [(m, s, int(args.interactions), int(args.eval_every), args.runs_dir, args.resume, args.eval_maps)
                 for s in args.seeds for m in args.methods]  # fmt: skip
-        with ProcessPoolExecutor(max_workers=args.procs, mp_context=get_context("spawn")) as pool:
-            for future in [pool.submit(run_one, *job) for job in jobs]:
-                future.result()
+        if args.procs == 1:  # in this process: stopping it stops the run
+            for job in jobs:
+                run_one(*job)
+        else:
+            with ProcessPoolExecutor(max_workers=args.procs, mp_context=get_context("spawn")) as pool:
+                for future in [pool.submit(run_one, *job) for job in jobs]:
+                    future.result()
     return report(args.runs_dir, args.out, args.methods)
 
 
