@@ -170,6 +170,31 @@ def run_one(
     return record
 
 
+def probe_search(methods: Sequence[str], n_maps: int = 8, seed: int = 0) -> dict[str, dict[str, float]]:
+    """What each DirPG setting's search does with an untrained policy (no learning): trajectories completed per map,
+    the fraction of maps where ``a_dir`` improves on ``a_opt``, their returns, and the interactions spent.
+
+    :param methods: keys of :data:`METHODS` (non-DirPG ones are skipped)
+    :param n_maps: maps searched (seeds 100, 101, ...)
+    :param seed: seed of the policy initialisation and the search noise
+    :return: per method, the means over the maps
+    """
+    import torch as th
+
+    th.set_num_threads(1)
+    out = {}
+    for method in methods:
+        if METHODS[method][0] != "DirPG":
+            continue
+        episodes = make_model(method, seed).search(list(range(100, 100 + n_maps))).episodes
+        out[method] = {key: float(np.mean([getattr(ep, attr) for ep in episodes]))
+                       for key, attr in (("trajectories", "trajectories"), ("improved", "improved"),
+                                         ("return_opt", "return_opt"), ("return_dir", "return_dir"),
+                                         ("interactions", "interactions"))}  # fmt: skip
+        print(f"{method:18s} " + "  ".join(f"{k} {v:7.2f}" for k, v in out[method].items()), flush=True)
+    return out
+
+
 def interactions_to(points: Sequence[Sequence[float]], level: float) -> int | None:
     """:param points: ``[interactions, success, return]`` in order
     :param level: a success level
@@ -260,6 +285,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="folder of multiroom_n6.json and .png")
     parser.add_argument("--resume", action="store_true", help="carry on from the runs' checkpoints")
     parser.add_argument("--report", action="store_true", help="only gather the existing runs into the JSON and figure")
+    parser.add_argument("--probe", action="store_true",
+                        help="only search 8 maps with an untrained policy per DirPG method and print what the search did")
     return parser
 
 
@@ -272,6 +299,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     args = build_parser().parse_args(argv)
     if args.procs < 1:
         raise ValueError(f"--procs must be at least 1, got {args.procs}")
+    if args.probe:
+        return probe_search(args.methods)
     if not args.report:
         jobs = [(m, s, int(args.interactions), int(args.eval_every), args.runs_dir, args.resume, args.eval_maps)
                 for s in args.seeds for m in args.methods]  # fmt: skip
