@@ -218,6 +218,7 @@ def report(runs_dir: Path, out: Path, methods: Sequence[str]) -> dict[str, Any]:
         record = json.loads(path.read_text())
         if record["method"] in methods:
             runs.setdefault(record["method"], {})[str(record["seed"])] = record["points"]
+    runs = {method: dict(sorted(runs[method].items(), key=lambda kv: int(kv[0]))) for method in methods if method in runs}
     summary: dict[str, Any] = {}
     for method, by_seed in runs.items():
         per_seed = {
@@ -237,12 +238,23 @@ def report(runs_dir: Path, out: Path, methods: Sequence[str]) -> dict[str, Any]:
     path.write_text(json.dumps(data, indent=1))
     figure = plot(runs)
     figure.savefig(out / "multiroom_n6.png", dpi=90, bbox_inches="tight")
-    for method, info in summary.items():
-        cells = "  ".join(f"s{seed}: 0.5@{_m(s['to_0.5'])} 0.9@{_m(s['to_0.9'])} final {s['final']:.2f}"
-                          for seed, s in info["per_seed"].items())  # fmt: skip
-        print(f"{method:18s} median to 0.9: {_m(info['median_to_0.9'])}   {cells}")
-    print(f"wrote {path} and {out / 'multiroom_n6.png'}")
+    table = markdown_table(summary)
+    (out / "multiroom_n6_table.md").write_text(table)
+    print(table)
+    print(f"wrote {path}, {out / 'multiroom_n6.png'} and {out / 'multiroom_n6_table.md'}")
     return data
+
+
+def markdown_table(summary: dict[str, Any]) -> str:
+    """:param summary: per method, ``per_seed`` figures and ``median_to_0.9``
+    :return: a markdown table: interactions to 0.5 and 0.9 greedy success and the final success, per method and seed"""
+    rows = ["| method | seed | to 0.5 | to 0.9 | final success | at |", "| --- | --- | --- | --- | --- | --- |"]
+    for method, info in summary.items():
+        for seed, s in info["per_seed"].items():
+            cells = (method, seed, _m(s["to_0.5"]), _m(s["to_0.9"]), f"{s['final']:.2f}", _m(s["interactions"]))
+            rows.append("| " + " | ".join(cells) + " |")
+        rows.append(f"| **{method}** | median | | **{_m(info['median_to_0.9'])}** | | |")
+    return "\n".join(rows) + "\n"
 
 
 def _m(value: float | None) -> str:
