@@ -105,9 +105,9 @@ def as_pair(value: float | tuple[float, float]) -> tuple[float, float]:
     return (-np.inf, float(value)) if np.isscalar(value) else (float(value[0]), float(value[1]))
 
 
-def bound_fn(scale: float = 1.0) -> Callable:
+def bound_fn(scale: float = 1.0, step_limit: bool = False) -> Callable:
     def fn(env, gamma: float) -> tuple[float, float]:
-        lower, upper = as_pair(MultiRoomBound.for_env(env, gamma)(env))
+        lower, upper = as_pair(MultiRoomBound.for_env(env, gamma, step_limit=step_limit)(env))
         return lower, scale * upper
 
     return fn
@@ -115,7 +115,7 @@ def bound_fn(scale: float = 1.0) -> Callable:
 
 def off_by_one_goal_bound(env, gamma: float) -> tuple[float, float]:
     """A plausible mistake: discounting the goal reward by gamma^manhattan instead of gamma^(manhattan - 1)."""
-    lower, upper = as_pair(MultiRoomBound(gamma)(env))
+    lower, upper = as_pair(MultiRoomBound(gamma, step_limit=True)(env))
     base = env.unwrapped
     m_goal = abs(int(base.agent_pos[0]) - int(base.goal_pos[0])) + abs(int(base.agent_pos[1]) - int(base.goal_pos[1]))
     if m_goal <= base.max_steps - base.step_count:
@@ -136,7 +136,7 @@ def searched() -> dict[tuple, dict[tuple, StateRecord]]:
     for env_id, seed, horizon in CASES:
         env = make_minigrid_env(env_id, max_steps=horizon)
         env.reset(seed=seed)
-        bounds = {"bound": bound_fn(), "half": bound_fn(0.5)}
+        bounds = {"bound": bound_fn(), "step_limited": bound_fn(step_limit=True), "half": bound_fn(0.5)}
         if "MultiRoom" in env_id:
             bounds["off_by_one"] = off_by_one_goal_bound
         results[(env_id, seed, horizon)] = exhaustive_search(env, bounds)
@@ -183,14 +183,19 @@ def test_bound_is_admissible(searched, case) -> None:
     memo = searched[case]
     assert len(memo) > 50
     assert violations(memo, "bound") == (0, 0)
+    assert violations(memo, "step_limited") == (0, 0)
     best_at_start = max(record.best[0] for record in memo.values())
     assert best_at_start >= 100.0, "the goal must be reachable within the horizon, or the goal term is never tested"
 
 
 def test_bound_is_tight_somewhere(searched) -> None:
-    """Next to the goal, facing it, with all doors open, the bound equals the true value (gamma = 1)."""
+    """Next to the goal, facing it, with all doors open, the bound equals the true value (gamma = 1). Where the goal is
+    out of reach the step-limited bound is tighter, never looser."""
     memo = searched[CASES[0]]
     assert any(abs(r.bounds["bound"][0, 1] - r.best[0]) < 1e-9 and r.best[0] >= 100.0 for r in memo.values())
+    free = np.array([r.bounds["bound"][:, 1] for r in memo.values()])
+    limited = np.array([r.bounds["step_limited"][:, 1] for r in memo.values()])
+    assert (limited <= free + 1e-12).all() and (limited < free - 1.0).any()
 
 
 def test_check_catches_too_small_bounds(searched) -> None:

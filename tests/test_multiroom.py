@@ -113,3 +113,8 @@ def test_shipped_yaml_matches_the_experiment_setting() -> None:
     assert entry["env_kwargs"]["max_steps"] == multiroom.MAX_STEPS
     heuristic = prepare_hyperparams(entry)["heuristic"]
     assert isinstance(heuristic, MultiRoomBound) and heuristic.step_limit == bound.get("step_limit", False)
+
+
+def test_probe_reports_the_dirpg_settings_only() -> None:
+    out = multiroom.probe_search(["dirpg", "reinforce"], n_maps=1)
+    assert set(out) == {"dirpg"} and out["dirpg"]["trajectories"] >= 1 and out["dirpg"]["interactions"] <= 3000

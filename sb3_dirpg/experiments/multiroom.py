@@ -271,8 +271,8 @@ def plot(runs: dict[str, dict[str, list]]) -> Any:
 
     fig, (ax_s, ax_r) = plt.subplots(1, 2, figsize=(10, 3.6))
     for method, by_seed in runs.items():
-        ends = [p[-1][0] for p in by_seed.values()]
-        grid = np.linspace(0, min(ends), 60)
+        end = min(p[-1][0] for p in by_seed.values())
+        grid = [q[0] for q in next(iter(by_seed.values())) if q[0] <= end]  # the evaluation points of one seed
         for ax, column in ((ax_s, 1), (ax_r, 2)):
             curves = [np.interp(grid, [q[0] for q in p], [q[column] for q in p]) for p in by_seed.values()]
             plot_band(ax, grid, mean_and_spread(curves, band="minmax"), f"{method} ({len(curves)} seeds)")
