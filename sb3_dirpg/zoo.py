@@ -28,13 +28,18 @@ from functools import partial
 from pathlib import Path
 from typing import Any, ClassVar
 
-import rl_zoo3.enjoy
-import rl_zoo3.exp_manager
-import rl_zoo3.hyperparams_opt
-import rl_zoo3.train
-import rl_zoo3.utils
-from rl_zoo3.callbacks import TrialEvalCallback
-from rl_zoo3.exp_manager import ExperimentManager
+try:
+    import rl_zoo3.enjoy
+    import rl_zoo3.exp_manager
+    import rl_zoo3.hyperparams_opt
+    import rl_zoo3.train
+    import rl_zoo3.utils
+    from rl_zoo3.callbacks import TrialEvalCallback
+    from rl_zoo3.exp_manager import ExperimentManager
+except ImportError as _error:  # rl-zoo3 itself, or one of the packages it imports without declaring (requests)
+    raise ImportError(
+        f"the rl-zoo3 bridge needs rl-zoo3 and its dependencies ({_error}): pip install sb3-dirpg[zoo]"
+    ) from None
 from sb3_contrib.common.maskable.callbacks import MaskableEvalCallback
 from sb3_contrib.common.maskable.utils import is_masking_supported
 from stable_baselines3.common.base_class import BaseAlgorithm
