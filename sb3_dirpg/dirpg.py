@@ -157,13 +157,20 @@ class DirPG(SimulatorAlgorithm):
         hook = self._iteration_hook(callback) if callback is not None else None
         return search.run(seeds, self._search_rng if rng is None else rng, on_iteration=hook)
 
+    def episode_seeds(self) -> list[int]:
+        """Draw the seeds of the next batch of episodes from the model's episode stream.
+
+        :return: ``n_batch_episodes`` seeds
+        """
+        return self._episode_rng.integers(0, 2**31 - 1, size=self.n_batch_episodes).tolist()
+
     def collect_and_train(self, callback: BaseCallback) -> bool:
         """Search one batch of episodes and make one DirPG update.
 
         :param callback: the training callback
         :return: False when the callback asked to stop
         """
-        seeds = self._episode_rng.integers(0, 2**31 - 1, size=self.n_batch_episodes).tolist()
+        seeds = self.episode_seeds()
         rngs = self._search_rng.spawn(len(seeds))
         if self.n_workers == 0:
             result = self.search(seeds, callback=callback, rng=rngs)
@@ -174,6 +181,9 @@ class DirPG(SimulatorAlgorithm):
             batch = self._search_with_workers(seeds, rngs, callback)
             if batch is None:
                 return False
+        searched = [ep.seed for ep in batch.episodes]
+        if searched != seeds:  # the update must only ever see the episodes of this batch
+            raise RuntimeError(f"DirPG: the merged batch holds the episodes {searched}, but {seeds} were submitted")
         self._log_search(batch.episodes)
         self.train(batch)
         return True
@@ -183,21 +193,34 @@ class DirPG(SimulatorAlgorithm):
     ) -> SearchShare | None:
         """Search the first share here and the others in the worker processes, at the same time.
 
+        The pool is (re)started when there is none or one of its processes has exited (a Ctrl-C reaches the workers
+        too). An exception or interrupt while a batch is being searched stops the workers, so that no share of the
+        interrupted batch can be merged later; the next batch starts new ones.
+
         :return: the merged batch, or None when the callback asked to stop
         """
+        if self._worker_pool is not None and not self._worker_pool.alive:
+            if self.verbose >= 1:
+                print("DirPG: a search worker process has exited; starting new workers")
+            self.close_workers(wait=False)
         if self._worker_pool is None:
             env = strip_monitor(self.env.unwrapped.envs[0])
             self._worker_pool = SearchWorkerPool(env, self.heuristic, self.policy, self._obs_transform, self.n_workers)
+        pool = self._worker_pool
         parts = split_batch(list(zip(seeds, rngs)), self.n_workers + 1)
         own, others = parts[0], [part for part in parts[1:] if part]
-        self._worker_pool.submit(self.policy, [([s for s, _ in p], [r for _, r in p]) for p in others], self.search_config())
-        shares = []
-        stopped = False
-        if own:
-            result = self.search([s for s, _ in own], callback=callback, rng=[r for _, r in own])
-            stopped = result.stopped
-            shares.append(SearchShare.of(result))
-        shares.extend(self._worker_pool.gather(len(others)))
+        try:
+            batch_id = pool.submit(self.policy, [([s for s, _ in p], [r for _, r in p]) for p in others], self.search_config())
+            shares = []
+            stopped = False
+            if own:
+                result = self.search([s for s, _ in own], callback=callback, rng=[r for _, r in own])
+                stopped = result.stopped
+                shares.append(SearchShare.of(result))
+            shares.extend(pool.gather(batch_id, len(others)))
+        except BaseException:  # KeyboardInterrupt included: the workers' shares of this batch must never be merged
+            self.close_workers(wait=False)
+            raise
         if stopped:
             return None
         self.num_timesteps += sum(ep.interactions for share in shares[1 if own else 0 :] for ep in share.episodes)
@@ -267,11 +290,14 @@ class DirPG(SimulatorAlgorithm):
         super().set_env(env, force_reset=force_reset)
         self.close_workers()
 
-    def close_workers(self) -> None:
-        """Stop the search worker processes (they start again at the next ``learn``)."""
+    def close_workers(self, wait: bool = True) -> None:
+        """Stop the search worker processes (they start again at the next ``learn``).
+
+        :param wait: let the workers finish a running search first (False terminates them at once)
+        """
         if self._worker_pool is not None:
-            self._worker_pool.close()
-            self._worker_pool = None
+            pool, self._worker_pool = self._worker_pool, None
+            pool.close(wait=wait)
 
     def _excluded_save_params(self) -> list[str]:
         return [*super()._excluded_save_params(), "_worker_pool"]

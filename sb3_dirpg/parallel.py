@@ -8,6 +8,7 @@ how its episodes are split between processes.
 from __future__ import annotations
 
 import multiprocessing as mp
+import pickle
 from collections.abc import Sequence
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
@@ -80,19 +81,41 @@ def _worker(
             command, payload = conn.recv()
             if command == "close":
                 break
-            state_dict, seeds, rngs, config = payload
-            policy.load_state_dict(state_dict)
-            simulator.ensure_simulators(len(seeds))
-            result = TopDownSearch(simulator, batched.search_function(), config).run(seeds, rngs)
-            conn.send(SearchShare.of(result))
-    except (EOFError, KeyboardInterrupt):
+            batch_id, state_dict, seeds, rngs, config = payload
+            try:
+                policy.load_state_dict(state_dict)
+                simulator.ensure_simulators(len(seeds))
+                result = TopDownSearch(simulator, batched.search_function(), config).run(seeds, rngs)
+            except Exception as error:  # e.g. a guard refusing the env's output: the learner raises it
+                conn.send((batch_id, _picklable(error)))
+                continue
+            conn.send((batch_id, SearchShare.of(result)))
+    except (EOFError, KeyboardInterrupt, BrokenPipeError):
         pass
     finally:
         conn.close()
 
 
+def _picklable(error: Exception) -> Exception:
+    """:param error: an exception raised in a worker
+    :return: the exception itself if it can be sent to the learner, else a RuntimeError with its message"""
+    try:
+        pickle.dumps(error)
+    except Exception:
+        return RuntimeError(f"{type(error).__name__}: {error}")
+    return error
+
+
+class WorkerError(RuntimeError):
+    """A search worker process died or answered out of protocol; the pool is unusable (DirPG restarts it)."""
+
+
 class SearchWorkerPool:
     """Worker processes that search shares of a batch with a copy of the policy.
+
+    Every submitted batch gets a new id; each worker answers with the id of the batch it searched, and :meth:`gather`
+    only returns shares of the batch asked for: a share of an older batch (one that was submitted but never gathered)
+    is discarded, and an answer for an unknown batch raises :class:`WorkerError`.
 
     :param env: the env chain to search (no Monitor); each worker gets a pickled copy
     :param heuristic: the heuristic, or None
@@ -117,6 +140,8 @@ class SearchWorkerPool:
         policy_spec = CloudpickleWrapper((type(policy), policy._get_constructor_parameters()))
         self.connections: list[Connection] = []
         self.processes = []
+        self.batch_id = 0
+        self.discarded = 0
         for _ in range(n_workers):
             parent, child = ctx.Pipe()
             args = (child, CloudpickleWrapper(env), policy_spec, CloudpickleWrapper(heuristic), transform)
@@ -131,39 +156,78 @@ class SearchWorkerPool:
         """:return: the number of worker processes"""
         return len(self.processes)
 
+    @property
+    def alive(self) -> bool:
+        """:return: whether every worker process is still running (False after a Ctrl-C or a kill)"""
+        return bool(self.processes) and all(process.is_alive() for process in self.processes)
+
     def submit(
         self, policy: DirPGPolicy, shares: Sequence[tuple[list[int], list[np.random.Generator]]], config: SearchConfig
-    ) -> None:
+    ) -> int:
         """Start searching one share per worker with the current weights.
 
         :param policy: the learner's policy
         :param shares: (seeds, per-episode generators) per worker
         :param config: the search settings
+        :return: the id of this batch, for :meth:`gather`
         """
+        self.batch_id += 1
         state_dict = {key: value.detach().cpu() for key, value in policy.state_dict().items()}
-        for conn, (seeds, rngs) in zip(self.connections, shares):
-            conn.send(("search", (state_dict, seeds, rngs, config)))
+        for index, (conn, (seeds, rngs)) in enumerate(zip(self.connections, shares)):
+            try:
+                conn.send(("search", (self.batch_id, state_dict, seeds, rngs, config)))
+            except (BrokenPipeError, EOFError, OSError) as error:
+                raise WorkerError(f"search worker {index} is gone ({error!r}); the workers must be restarted") from error
+        return self.batch_id
 
-    def gather(self, n_shares: int) -> list[SearchShare]:
-        """:param n_shares: how many shares were submitted
-        :return: the workers' results, in submission order"""
-        return [conn.recv() for conn in self.connections[:n_shares]]
+    def gather(self, batch_id: int, n_shares: int) -> list[SearchShare]:
+        """Collect the shares of one batch.
 
-    def close(self) -> None:
-        """Stop the workers."""
+        :param batch_id: the id :meth:`submit` returned
+        :param n_shares: how many shares were submitted
+        :return: the workers' results, in submission order
+        """
+        shares = []
+        for index, conn in enumerate(self.connections[:n_shares]):
+            while True:
+                try:
+                    tag, answer = conn.recv()
+                except (EOFError, OSError) as error:
+                    raise WorkerError(f"search worker {index} died during batch {batch_id} ({error!r})") from error
+                if tag == batch_id:
+                    break
+                if tag < batch_id:  # a share of a batch that was never gathered: never merged
+                    self.discarded += 1
+                    continue
+                raise WorkerError(f"search worker {index} answered for batch {tag} while batch {batch_id} was gathered")
+            if isinstance(answer, BaseException):
+                raise answer
+            shares.append(answer)
+        return shares
+
+    def close(self, wait: bool = True) -> None:
+        """Stop the workers.
+
+        :param wait: let a worker finish the search it is running (up to 5 s) before it is terminated; False
+            terminates at once (after an interrupt, when the running search is of no use)
+        """
         for conn in self.connections:
             try:
                 conn.send(("close", None))
             except (BrokenPipeError, OSError):
                 pass
         for process in self.processes:
-            process.join(timeout=5)
+            if wait:
+                process.join(timeout=5)
             if process.is_alive():
                 process.terminate()
+                process.join(timeout=5)
+        for conn in self.connections:
+            conn.close()
         self.connections, self.processes = [], []
 
     def __del__(self) -> None:
-        self.close()
+        self.close(wait=False)
 
 
 def split_batch(items: Sequence[Any], n_parts: int) -> list[list[Any]]:

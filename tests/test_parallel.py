@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import os
+import signal
+
+import numpy as np
 import pytest
 import torch as th
+from stable_baselines3.common.callbacks import BaseCallback
 
 from sb3_dirpg import DirPG
 from sb3_dirpg.envs import make_minigrid_env
-from sb3_dirpg.parallel import split_batch
+from sb3_dirpg.parallel import SearchWorkerPool, WorkerError, split_batch
 from sb3_dirpg.policies import MiniGridCNN
 
 th.set_num_threads(1)
@@ -49,3 +54,117 @@ def test_split_batch() -> None:
 def test_bad_n_workers() -> None:
     with pytest.raises(ValueError, match="n_workers"):
         DirPG("MlpPolicy", "CartPole-v1", n_workers=-1)
+
+
+class SeedRecordingDirPG(DirPG):
+    """Records the seeds drawn for every batch, the seeds of the batch each update sees, and the interactions counted
+    while the batch was searched."""
+
+    def _setup_model(self) -> None:
+        super()._setup_model()
+        self.submitted: list[list[int]] = []
+        self.merged: list[list[int]] = []
+        self.counted: list[tuple[int, int]] = []
+
+    def episode_seeds(self) -> list[int]:
+        seeds = super().episode_seeds()
+        self.submitted.append(seeds)
+        self._batch_start = self.num_timesteps
+        return seeds
+
+    def train(self, batch) -> None:
+        self.merged.append([ep.seed for ep in batch.episodes])
+        self.counted.append((self.num_timesteps - self._batch_start, sum(ep.interactions for ep in batch.episodes)))
+        super().train(batch)
+
+
+def recording_model(**kwargs) -> SeedRecordingDirPG:
+    return SeedRecordingDirPG("MlpPolicy", "CartPole-v1", search_budget=30, batch_episodes=4, seed=1, n_workers=1, **kwargs)
+
+
+def assert_batches_consistent(model: SeedRecordingDirPG, trained_batches: list[list[int]]) -> None:
+    assert model.merged == trained_batches
+    assert all(counted == expected for counted, expected in model.counted), model.counted
+
+
+def test_merged_seeds_are_the_submitted_ones() -> None:
+    model = recording_model()
+    model.learn(1_500)
+    assert len(model.merged) >= 3
+    assert_batches_consistent(model, model.submitted)
+    model.close_workers()
+
+
+class InterruptOnce(BaseCallback):
+    """Raises KeyboardInterrupt at its n-th call, as a Ctrl-C in the learner would."""
+
+    def __init__(self, at: int) -> None:
+        super().__init__()
+        self.at = at
+        self.calls = 0
+
+    def _on_step(self) -> bool:
+        self.calls += 1
+        if self.calls == self.at:
+            raise KeyboardInterrupt
+        return True
+
+
+def test_interrupt_mid_batch_then_learn_again_merges_no_stale_share() -> None:
+    model = recording_model()
+    with pytest.raises(KeyboardInterrupt):
+        model.learn(5_000, callback=InterruptOnce(at=30))  # inside the first few batches, while the worker searches
+    interrupted = len(model.submitted) - 1
+    assert len(model.merged) == interrupted  # the interrupted batch was not trained on
+    model.learn(1_500, reset_num_timesteps=False)
+    later = model.submitted[interrupted + 1 :]
+    assert len(later) >= 2
+    assert_batches_consistent(model, model.submitted[:interrupted] + later)
+    model.close_workers()
+
+
+@pytest.mark.parametrize("signal_number", [signal.SIGINT, signal.SIGKILL])
+def test_learn_resumes_after_the_worker_process_is_killed(signal_number: int) -> None:
+    model = recording_model()
+    model.learn(500)
+    pool = model._worker_pool
+    process = pool.processes[0]
+    os.kill(process.pid, signal_number)
+    process.join(timeout=30)
+    assert not process.is_alive()
+    start = model.num_timesteps
+    model.learn(800, reset_num_timesteps=False)
+    assert model.num_timesteps >= start + 800 - 500  # learn's total counts from the previous run's count
+    assert model._worker_pool is not pool and model._worker_pool.alive
+    assert_batches_consistent(model, model.submitted)
+    model.close_workers()
+
+
+def test_a_worker_dying_mid_batch_raises_and_the_next_learn_restarts_the_pool() -> None:
+    class KillWorker(BaseCallback):
+        def _on_step(self) -> bool:
+            if self.n_calls == 3:
+                os.kill(self.model._worker_pool.processes[0].pid, signal.SIGKILL)
+            return True
+
+    model = recording_model()
+    with pytest.raises(WorkerError, match="died"):
+        model.learn(2_000, callback=KillWorker())
+    assert model._worker_pool is None
+    model.learn(600, reset_num_timesteps=False)
+    assert_batches_consistent(model, [s for s in model.submitted if s in model.merged])
+    model.close_workers()
+
+
+def test_gather_discards_the_shares_of_an_ungathered_batch() -> None:
+    model = DirPG("MlpPolicy", "CartPole-v1", search_budget=10, batch_episodes=2, seed=0)
+    env = model.env.unwrapped.envs[0].unwrapped
+    pool = SearchWorkerPool(env, None, model.policy, model._obs_transform, n_workers=1)
+    config = model.search_config()
+    rngs = np.random.default_rng(0).spawn(2)
+    pool.submit(model.policy, [([11], rngs[:1])], config)  # never gathered, like a batch cut by an interrupt
+    second = pool.submit(model.policy, [([22], rngs[1:])], config)
+    (share,) = pool.gather(second, 1)
+    assert [ep.seed for ep in share.episodes] == [22]
+    assert pool.discarded == 1
+    pool.close()
