@@ -13,6 +13,7 @@ from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv,
 
 from sb3_dirpg.search import Transitions
 from sb3_dirpg.simulator import SimulatorWrapper, strip_monitor
+from sb3_dirpg.simulator.cloners import env_name
 
 Heuristic = Callable[[gym.Env], "float | tuple[float, float]"]
 
@@ -78,6 +79,7 @@ class VecSimulator:
         self._start = int(action_space.start)
         self._all_legal = np.ones(self.n_actions, dtype=bool)
         self.reports_success = False
+        self._float_obs_keys = _float_observation_keys(simulators[0].observation_space)
 
     @classmethod
     def from_vec_env(cls, venv: VecEnv, heuristic: Heuristic | None = None, algo: str = "DirPG") -> VecSimulator:
@@ -115,9 +117,49 @@ class VecSimulator:
 
     def _bounds(self, env: SimulatorWrapper) -> tuple[float, float]:
         value = self.heuristic(env)
-        if isinstance(value, tuple):
-            return float(value[0]), float(value[1])
-        return -np.inf, float(value)
+        if isinstance(value, tuple) and len(value) == 2:
+            lower, upper = value
+        else:
+            lower, upper = -np.inf, value
+        if isinstance(lower, (str, bytes)) or isinstance(upper, (str, bytes)):
+            self._bad_bounds(env, value, "is not a number")
+        try:
+            lower, upper = float(lower), float(upper)
+        except (TypeError, ValueError):
+            self._bad_bounds(env, value, "is not a number")
+        if lower > upper:
+            self._bad_bounds(env, value, "has lower > upper")
+        if upper != upper or lower != lower:  # NaN
+            self._bad_bounds(env, value, "is NaN")
+        return lower, upper
+
+    def _bad_bounds(self, env: SimulatorWrapper, value: Any, problem: str) -> None:
+        raise ValueError(
+            f"the heuristic {self.heuristic!r} returned {value!r} for the env {env_name(env)}, which {problem}: it must "
+            "return a float upper bound, or a (lower, upper) tuple of floats with lower <= upper (±inf allowed), on the "
+            f"discounted return-to-go from the env's current state (state: {_describe_state(env)})"
+        )
+
+    def _check_finite(self, rows: list[tuple], rewards: np.ndarray, episodes: Sequence[int], what: str) -> None:
+        """Refuse non-finite rewards and observations with an error naming the env (one vectorised check per call)."""
+        if not np.isfinite(rewards).all():
+            row = int(np.flatnonzero(~np.isfinite(rewards))[0])
+            self._non_finite("reward", rewards[row], row, episodes, what)
+        if self._float_obs_keys:
+            for row, entry in enumerate(rows):
+                obs = entry[0]
+                for key in self._float_obs_keys:
+                    part = obs if key is None else obs[key]
+                    if not np.isfinite(part).all():
+                        self._non_finite("observation" if key is None else f"observation[{key!r}]", part, row, episodes, what)
+
+    def _non_finite(self, name: str, value: Any, row: int, episodes: Sequence[int], what: str) -> None:
+        episode = int(episodes[row])
+        env = self.simulators[episode % len(self.simulators)]
+        raise ValueError(
+            f"the env {env_name(env)} returned a non-finite {name} ({value!r}) {what} (episode {episode}); NaN or inf "
+            "would poison the search and the update: fix the env, or clip/replace the value in a wrapper"
+        )
 
     def _transitions(
         self, rows: list[tuple[Any, float, bool, np.ndarray, Any, tuple[float, float]]], success: list[bool]
@@ -142,7 +184,9 @@ class VecSimulator:
             obs, _ = env.reset(seed=int(seed))
             bounds = self._bounds(env) if self.heuristic is not None else (-np.inf, np.inf)
             rows.append((obs, 0.0, False, env.action_masks(), env.snapshot(), bounds))
-        return self._transitions(rows, [False] * len(rows))
+        trans = self._transitions(rows, [False] * len(rows))
+        self._check_finite(rows, trans.rewards, range(len(rows)), f"at reset(seed={list(seeds)})")
+        return trans
 
     def step(self, snapshots: Sequence[Any], actions: np.ndarray, episodes: np.ndarray) -> Transitions:
         """:param snapshots: states to step from
@@ -165,4 +209,32 @@ class VecSimulator:
             success.append(False)
             bounds = self._bounds(env) if self.heuristic is not None else no_bounds
             rows.append((obs, float(reward), False, env.action_masks(), env.snapshot(), bounds))
-        return self._transitions(rows, success)
+        trans = self._transitions(rows, success)
+        self._check_finite(rows, trans.rewards, episodes, "after a step")
+        return trans
+
+
+def _float_observation_keys(space: spaces.Space) -> list[str | None]:
+    """:param space: an observation space
+    :return: the parts of its observations that can hold NaN or inf: ``[None]`` for a float Box, the keys of the float
+        Box subspaces of a Dict, ``[]`` otherwise (integer observations are always finite)"""
+    if isinstance(space, spaces.Dict):
+        return [key for key, sub in space.spaces.items() if _is_float_box(sub)]
+    return [None] if _is_float_box(space) else []
+
+
+def _is_float_box(space: spaces.Space) -> bool:
+    """:param space: an observation space
+    :return: whether it is a Box of floats"""
+    return isinstance(space, spaces.Box) and np.issubdtype(space.dtype, np.floating)
+
+
+def _describe_state(env: gym.Env) -> str:
+    """:param env: a simulator
+    :return: a short description of its current state for messages (MiniGrid: agent position and direction)"""
+    base = env.unwrapped
+    if hasattr(base, "agent_pos") and hasattr(base, "agent_dir"):
+        pos = tuple(int(v) for v in base.agent_pos)
+        return f"agent_pos={pos}, agent_dir={int(base.agent_dir)}, step_count={getattr(base, 'step_count', '?')}"
+    state = getattr(base, "state", getattr(base, "s", None))
+    return f"{type(base).__name__}.state={state!r}" if state is not None else f"a {type(base).__name__} state"

@@ -94,3 +94,26 @@ class LockedEnv(SparseChainEnv):
     def __init__(self, length: int = 6) -> None:
         super().__init__(length)
         self.lock = threading.Lock()
+
+
+class PoisonedChainEnv(SparseChainEnv):
+    """A chain whose reward or observation turns NaN (or inf) at step ``at`` (0: the observation of reset)."""
+
+    def __init__(self, length: int = 4, what: str = "reward", at: int = 2, value: float = float("nan")) -> None:
+        super().__init__(length)
+        self.what, self.at, self.value = what, at, value
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[np.ndarray, dict]:
+        obs, info = super().reset(seed=seed, options=options)
+        if self.what == "obs" and self.at == 0:
+            obs[0] = self.value
+        return obs, info
+
+    def step(self, action: int) -> tuple[np.ndarray, float, bool, bool, dict]:
+        obs, reward, terminated, truncated, info = super().step(action)
+        if self.t == self.at:
+            if self.what == "reward":
+                reward = self.value
+            else:
+                obs[0] = self.value
+        return obs, reward, terminated, truncated, info

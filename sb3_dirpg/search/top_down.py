@@ -19,6 +19,7 @@ from sb3_dirpg.search.protocols import BatchSimulator, PolicyFunction, Transitio
 from sb3_dirpg.search.tree import SearchTree
 
 PRIORITIES = ("gumbel", "astar")
+BOUND_TOLERANCE = 1e-6  # relative (to max(1, |return-to-go|)) slack before a bound counts as violated
 _OPT, _DIR, _DONE = 0, 1, 2
 
 
@@ -111,6 +112,10 @@ class EpisodeSearch:
     :param trajectories: number of complete trajectories found, ``a_opt`` included
     :param pruned: number of regions pruned
     :param recorded: every complete trajectory, in the order found (when ``record_trajectories``)
+    :param bound_gap: the largest violation of the heuristic's bound seen on the nodes of the complete trajectories
+        (realised return-to-go minus ``upper`` for ε > 0, ``lower`` minus it for ε < 0, discounted from the node);
+        0 when every bound held or there is no heuristic
+    :param bound_gap_depth: the depth of the node with that violation, or -1
     """
 
     seed: int
@@ -130,6 +135,8 @@ class EpisodeSearch:
     trajectories: int = 0
     pruned: int = 0
     recorded: list[CompletedTrajectory] = field(default_factory=list)
+    bound_gap: float = 0.0
+    bound_gap_depth: int = -1
 
     @property
     def improved(self) -> bool:
@@ -337,6 +344,7 @@ class TopDownSearch:
         n_eps = len(seeds)
         tree = SearchTree(self.n_actions, capacity=n_eps * (min(cfg.budget, 256) + (cfg.horizon or 32) + 1))
         root = self.simulator.reset(seeds)
+        self._check_bounds = root.upper is not None if cfg.epsilon > 0 else root.lower is not None
         episodes_idx = np.arange(n_eps)
         _check_masks(np.asarray(root.masks, dtype=bool), np.zeros(n_eps, bool), episodes_idx, "at the root")
         lower, upper = self._bounds_of(root, np.zeros(n_eps, dtype=np.int64))
@@ -483,6 +491,23 @@ class TopDownSearch:
             if phase[e] == _DIR and search_interactions[e] >= cfg.budget:
                 phase[e] = _DONE
 
+    def _record_bound_violation(self, tree: SearchTree, ep: EpisodeSearch, leaf: int) -> None:
+        """Runtime admissibility check: compare the bound of every node on a complete trajectory with the return-to-go
+        the trajectory realised from that node, and keep the largest violation in ``ep``."""
+        path = np.asarray(tree.path(leaf)[:-1], dtype=np.int64)  # the leaf's own bound is 0
+        if path.size == 0:
+            return
+        nodes, ret_leaf = tree.nodes, tree.nodes.ret[leaf]
+        realised = ret_leaf - nodes.ret[path]  # discounted from the root, like the stored bounds
+        gap = realised - nodes.upper[path] if self.config.epsilon > 0 else nodes.lower[path] - realised
+        worst = int(np.argmax(gap))
+        if not gap[worst] > BOUND_TOLERANCE * max(1.0, abs(float(realised[worst]))):
+            return
+        depth = int(nodes.depth[path[worst]])
+        gap_at_node = float(gap[worst]) / self.config.gamma**depth  # in the node's own discounting
+        if gap_at_node > ep.bound_gap:
+            ep.bound_gap, ep.bound_gap_depth = gap_at_node, depth
+
     def _on_trajectory(
         self,
         tree: SearchTree,
@@ -500,6 +525,8 @@ class TopDownSearch:
         cfg = self.config
         ep = results[e]
         ep.trajectories += 1
+        if self._check_bounds:
+            self._record_bound_violation(tree, ep, leaf)
         if cfg.record_trajectories:
             ep.recorded.append(CompletedTrajectory(leaf=leaf, g=g, ret=ret, d=d))
         success = bool(tree.nodes.success[leaf])
