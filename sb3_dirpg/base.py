@@ -3,6 +3,8 @@ episode seeding, batched policy evaluation, the learn loop, logging and predicti
 
 from __future__ import annotations
 
+import io
+import pathlib
 import sys
 import time
 from abc import abstractmethod
@@ -14,6 +16,7 @@ from gymnasium import spaces
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import BaseCallback, CallbackList
 from stable_baselines3.common.policies import BasePolicy
+from stable_baselines3.common.save_util import load_from_zip_file
 from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, Schedule
 from stable_baselines3.common.utils import safe_mean
 from stable_baselines3.common.vec_env import VecEnv
@@ -193,6 +196,45 @@ class SimulatorAlgorithm(BaseAlgorithm):
             callback = CallbackList([callback, InteractionProgressBar()])
             callback.init_callback(self)
         return callback
+
+    @classmethod
+    def load(  # type: ignore[override]
+        cls: type[SelfSimulatorAlgorithm],
+        path: str | pathlib.Path | io.BufferedIOBase,
+        env: GymEnv | None = None,
+        device: th.device | str = "auto",
+        custom_objects: dict[str, Any] | None = None,
+        print_system_info: bool = False,
+        force_reset: bool = True,
+        **kwargs: Any,
+    ) -> SelfSimulatorAlgorithm:
+        """SB3's ``load``, after checking that the zip holds a policy of this package (a PPO or DQN zip is refused
+        with a message, instead of loading into a model that fails later).
+
+        :param path: the zip file (path or file object)
+        :param env: the env to use, or None
+        :param device: torch device
+        :param custom_objects: objects to replace when loading (see SB3)
+        :param print_system_info: print the system info of the saved model and of this machine
+        :param force_reset: see SB3
+        :param kwargs: attributes to set on the loaded model
+        :return: the model
+        """
+        start = path.tell() if isinstance(path, io.IOBase) else None
+        data, _, _ = load_from_zip_file(path, load_data=True, custom_objects=custom_objects, device="cpu")
+        if start is not None:
+            path.seek(start)
+        policy_class = (data or {}).get("policy_class")
+        if isinstance(policy_class, type) and not issubclass(policy_class, DirPGPolicy):
+            raise ValueError(
+                f"{cls.__name__}.load: {path} holds a {policy_class.__name__} policy, not a DirPG policy, so it was not saved "
+                f"by DirPG, Reinforce or CEM and cannot be loaded as {cls.__name__}. This package converts in the other "
+                "direction only: sb3_dirpg.interop.ppo_from_dirpg starts a PPO from a DirPG-trained policy"
+            )
+        return super().load(
+            path, env=env, device=device, custom_objects=custom_objects, print_system_info=print_system_info,
+            force_reset=force_reset, **kwargs,
+        )  # fmt: skip
 
     def _excluded_save_params(self) -> list[str]:
         return [*super()._excluded_save_params(), "simulator", "_obs_transform"]

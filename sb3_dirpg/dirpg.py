@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numbers
 import warnings
 from typing import Any, TypeVar
 
@@ -41,7 +42,10 @@ class DirPG(SimulatorAlgorithm):
     :param alpha: weight of the heuristic in the ``"astar"`` priority, in [0, 1] (1 is A*)
     :param heuristic: ``heuristic(env) -> upper`` or ``(lower, upper)``: bounds on the discounted return-to-go from
         the env's current state (discounted from that state); used for the ``"astar"`` priority and for pruning
-    :param prune: drop regions whose bound on ``D`` cannot beat the best ``D`` so far (needs an admissible heuristic)
+    :param prune: drop regions whose bound on ``D`` cannot beat the best ``D`` so far (needs an admissible heuristic).
+        Every complete trajectory is checked against the bounds on its path: when one is violated, a warning names
+        the depth and the gap (once per model) and pruning is switched off for the rest of training
+    :param strict_heuristic: raise a ValueError instead of warning when the heuristic's bound is caught violated
     :param early_stop: stop an episode's search at its first improvement over ``a_opt`` (appendix C)
     :param depth_first: follow every popped region's sampled child chain to the end of a trajectory before popping
         another (the authors' depth-first option); every pop then completes a trajectory
@@ -89,7 +93,11 @@ class DirPG(SimulatorAlgorithm):
         device: th.device | str = "auto",
         _init_setup_model: bool = True,
         n_workers: int = 0,
+        strict_heuristic: bool = False,
     ) -> None:
+        for name, value in (("epsilon", epsilon), ("search_budget", search_budget), ("alpha", alpha)):
+            if isinstance(value, bool) or not isinstance(value, numbers.Real):
+                raise ValueError(f"DirPG: {name} must be a real number, got {value!r} of type {type(value).__name__}")
         if int(n_workers) != n_workers or n_workers < 0:
             raise ValueError(f"DirPG: n_workers must be a non-negative integer number of processes, got {n_workers!r}")
         self.n_workers = int(n_workers)
@@ -98,6 +106,19 @@ class DirPG(SimulatorAlgorithm):
         SearchConfig(epsilon=epsilon, budget=search_budget, priority=priority, alpha=alpha, gamma=gamma)
         if priority == "astar" and alpha > 0 and heuristic is None:
             raise ValueError("DirPG: priority='astar' with alpha > 0 needs a heuristic(env) bound on the return-to-go")
+        if search_budget == 0:
+            raise ValueError(
+                "DirPG: search_budget=0 leaves no interactions to search for a_dir, so a_dir is always a_opt and the "
+                "policy never updates; give a positive budget (e.g. 100)"
+            )
+        if priority == "astar" and heuristic is not None and alpha == 0:
+            warnings.warn(
+                "DirPG: priority='astar' with alpha=0 ignores the heuristic in the priority, which is then G + ε·L "
+                "(L: the return so far); the heuristic only prunes. Pass alpha > 0 (e.g. alpha=0.2) to guide the search "
+                "with it, or priority='gumbel' to make the choice explicit",
+                UserWarning,
+                stacklevel=2,
+            )
         self.epsilon = float(epsilon)
         self.search_budget = int(search_budget)
         self.priority = priority
@@ -106,6 +127,9 @@ class DirPG(SimulatorAlgorithm):
         self.early_stop = early_stop
         self.depth_first = depth_first
         self.stop_on_success = stop_on_success
+        self.strict_heuristic = bool(strict_heuristic)
+        # set when a complete trajectory violated the heuristic's bound: pruning is then off for the rest of training
+        self.heuristic_violation: str | None = None
         super().__init__(
             policy,
             env,
@@ -127,9 +151,10 @@ class DirPG(SimulatorAlgorithm):
     def search_config(self, **overrides: Any) -> SearchConfig:
         """:param overrides: fields to change
         :return: the search settings of this model"""
+        prune = self.prune and self.heuristic is not None and self.heuristic_violation is None
         settings = dict(
             epsilon=self.epsilon, budget=self.search_budget, priority=self.priority, alpha=self.alpha,
-            prune=self.prune and self.heuristic is not None, early_stop=self.early_stop, gamma=self.gamma,
+            prune=prune, early_stop=self.early_stop, gamma=self.gamma,
             horizon=self.horizon, depth_first=self.depth_first, stop_on_success=self.stop_on_success,
         )  # fmt: skip
         settings.update(overrides)
@@ -184,6 +209,7 @@ class DirPG(SimulatorAlgorithm):
         searched = [ep.seed for ep in batch.episodes]
         if searched != seeds:  # the update must only ever see the episodes of this batch
             raise RuntimeError(f"DirPG: the merged batch holds the episodes {searched}, but {seeds} were submitted")
+        self._check_heuristic(batch.episodes)
         self._log_search(batch.episodes)
         self.train(batch)
         return True
@@ -249,6 +275,34 @@ class DirPG(SimulatorAlgorithm):
         self.logger.record_mean("train/loss", float(loss.detach()))
         self.logger.record_mean("train/grad_norm", grad_norm)
         self.logger.record("train/n_updates", self._n_updates, exclude="tensorboard")
+
+    def _check_heuristic(self, episodes: list[EpisodeSearch]) -> None:
+        """Runtime admissibility check: the search reports, per episode, the largest gap by which a bound on its
+        complete trajectories was violated. Warn once (or raise with ``strict_heuristic``) and stop pruning.
+
+        :param episodes: the searched episodes of a batch
+        """
+        worst = max(episodes, key=lambda ep: ep.bound_gap, default=None)
+        if worst is None or worst.bound_gap <= 0 or self.simulator is None:
+            return
+        bound = "upper" if self.epsilon > 0 else "lower"
+        what = (
+            f"the heuristic {self.heuristic!r} is not admissible on the env {env_name(self.simulator.simulators[0])}: in the "
+            f"episode with seed {worst.seed}, the return-to-go a complete trajectory realised from a node at depth "
+            f"{worst.bound_gap_depth} {'exceeds its upper' if self.epsilon > 0 else 'falls below its lower'} bound by "
+            f"{worst.bound_gap:.6g}"
+        )
+        if self.strict_heuristic:
+            raise ValueError(f"DirPG: {what} (strict_heuristic=True). Fix the heuristic's {bound} bound, or pass prune=False")
+        if self.heuristic_violation is None:
+            pruning = "pruning is switched off for the rest of training" if self.prune else "pruning was already off"
+            warnings.warn(
+                f"DirPG: {what}; {pruning} (pruning with a bound that is too tight cuts the best trajectories). "
+                f"Fix the heuristic's {bound} bound, or pass strict_heuristic=True to raise instead",
+                UserWarning,
+                stacklevel=2,
+            )
+            self.heuristic_violation = what
 
     def _log_search(self, episodes: list[EpisodeSearch]) -> None:
         found = [ep for ep in episodes if ep.opt_leaf >= 0]

@@ -196,12 +196,32 @@ class DirPGPolicy(BasePolicy):
         """
         self.set_training_mode(False)
         obs_tensor, vectorized = self.obs_to_tensor(observation)
+        if action_masks is not None:
+            self._check_mask_shape(action_masks, obs_tensor, vectorized)
         with th.no_grad():
             actions = self._predict(obs_tensor, deterministic=deterministic, action_masks=action_masks)
         actions = actions.cpu().numpy().reshape((-1, *self.action_space.shape))
         if not vectorized:
             actions = actions.squeeze(axis=0)
         return actions, state
+
+
+    def _check_mask_shape(self, action_masks: np.ndarray | th.Tensor, obs_tensor: PyTorchObs, vectorized: bool) -> None:
+        """Refuse masks that do not have one entry per action for every observation.
+
+        :param action_masks: the masks given to :meth:`predict`
+        :param obs_tensor: the observations as a tensor (or dict of tensors)
+        :param vectorized: whether the observations are a batch
+        """
+        first = next(iter(obs_tensor.values())) if isinstance(obs_tensor, dict) else obs_tensor
+        n_obs, n_actions = int(first.shape[0]), int(self.action_dist.action_dim)
+        shape = tuple(np.shape(action_masks))
+        if int(np.prod(shape)) != n_obs * n_actions or (len(shape) > 1 and shape[-1] != n_actions):
+            expected = f"({n_obs}, {n_actions})" if vectorized else f"({n_actions},)"
+            raise ValueError(
+                f"action_masks has shape {shape}, but the action space has {n_actions} actions: predict needs one boolean "
+                f"per action for every observation, shape {expected}"
+            )
 
 
 class DirPGCnnPolicy(DirPGPolicy):

@@ -56,9 +56,10 @@ def test_learns_sparse_reward_chain() -> None:
 
 def test_reinforce_style_random_policy_rarely_sees_reward() -> None:
     """Sanity of the task: the untrained policy's own samples almost never get the reward."""
-    model = small_model(search_budget=0)
-    model.learn(3_000)
-    assert np.mean([ep["r"] for ep in model.ep_info_buffer]) < 0.1
+    model = small_model()
+    seeds = list(range(400))
+    result = model.search(seeds, config=model.search_config(budget=0), rng=np.random.default_rng(0))  # a_opt only
+    assert np.mean([ep.reward_sum_opt for ep in result.episodes]) < 0.1
 
 
 def test_save_load_round_trip(tmp_path) -> None:
