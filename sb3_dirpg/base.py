@@ -10,16 +10,18 @@ import time
 from abc import abstractmethod
 from typing import Any, ClassVar, TypeVar
 
+import gymnasium as gym
 import numpy as np
 import torch as th
 from gymnasium import spaces
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import BaseCallback, CallbackList
+from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.policies import BasePolicy
 from stable_baselines3.common.save_util import load_from_zip_file
 from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, Schedule
 from stable_baselines3.common.utils import safe_mean
-from stable_baselines3.common.vec_env import VecEnv
+from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper, VecMonitor
 
 from sb3_dirpg.callbacks import InteractionProgressBar
 from sb3_dirpg.policies import CnnPolicy, DirPGPolicy, MlpPolicy, MultiInputPolicy
@@ -310,7 +312,36 @@ class SimulatorAlgorithm(BaseAlgorithm):
         self.ep_info_buffer.append({"r": ret, "l": length, "t": round(time.time() - self.start_time / 1e9, 6)})
         if self.simulator is not None and self.simulator.reports_success:
             self.ep_success_buffer.append(float(success))
+        self._write_monitor_row(ret, length, success)
         self._episode_num += 1
+
+    def _write_monitor_row(self, ret: float, length: int, success: bool) -> None:
+        """Write the episode to the training env's monitor files, as SB3's ``Monitor`` would have written a played
+        episode (the search bypasses the Monitor), so that ``load_results`` and rl-zoo3's ``plot_train`` see it.
+
+        The episodes go round-robin to the sub-envs' ``Monitor`` wrappers that write a file, and to every
+        ``VecMonitor`` layer that writes one.
+
+        :param ret: the undiscounted return
+        :param length: the number of steps
+        :param success: whether the episode ended in success (written when the monitor records ``is_success``)
+        """
+        if self.env is None:
+            return
+        monitors: list[Monitor | VecMonitor] = []
+        venv = self.env
+        while isinstance(venv, VecEnvWrapper):
+            if isinstance(venv, VecMonitor) and venv.results_writer is not None:
+                monitors.append(venv)
+            venv = venv.venv
+        sub_monitors = [m for m in map(_find_monitor, getattr(venv, "envs", [])) if m is not None and m.results_writer]
+        if sub_monitors:
+            monitors.append(sub_monitors[self._episode_num % len(sub_monitors)])
+        for monitor in monitors:
+            row: dict[str, Any] = {"r": round(float(ret), 6), "l": int(length), "t": round(time.time() - monitor.t_start, 6)}
+            if "is_success" in getattr(monitor, "info_keywords", ()):
+                row["is_success"] = bool(success)
+            monitor.results_writer.write_row(row)  # type: ignore[union-attr]
 
     def _optimizer_step(self, loss: th.Tensor) -> float:
         """Back-propagate ``loss`` and step the policy's optimizer (with gradient clipping if set).
@@ -391,3 +422,13 @@ class SimulatorAlgorithm(BaseAlgorithm):
         self.logger.record("time/total_timesteps", self.num_timesteps, exclude="tensorboard")
         self.logger.record("time/episodes", self._episode_num, exclude="tensorboard")
         self.logger.dump(step=self.num_timesteps)
+
+
+def _find_monitor(env: gym.Env) -> Monitor | None:
+    """:param env: a sub-env of a VecEnv
+    :return: the SB3 ``Monitor`` in its wrapper chain, or None"""
+    while isinstance(env, gym.Wrapper):
+        if isinstance(env, Monitor):
+            return env
+        env = env.env
+    return None

@@ -13,7 +13,7 @@ points. For our algorithms it also
   interactions. DirPG calls callbacks once per lockstep search iteration, which makes up to ``batch_episodes``
   interactions, while rl-zoo3's callbacks count calls;
 * evaluates with the env's action masks when it has them (rl-zoo3 evaluates with SB3's ``EvalCallback``, which
-  ignores them).
+  ignores them), and ``enjoy`` plays with them too (rl-zoo3's ``enjoy`` calls ``predict`` without masks).
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ except ImportError as _error:  # rl-zoo3 itself, or one of the packages it impor
         f"the rl-zoo3 bridge needs rl-zoo3 and its dependencies ({_error}): pip install sb3-dirpg[zoo]"
     ) from None
 from sb3_contrib.common.maskable.callbacks import MaskableEvalCallback
-from sb3_contrib.common.maskable.utils import is_masking_supported
+from sb3_contrib.common.maskable.utils import get_action_masks, is_masking_supported
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import BaseCallback, CheckpointCallback
 from torch import nn
@@ -350,6 +350,81 @@ class DirPGExperimentManager(ExperimentManager):
             samplers[self.algo] = plain
 
 
+# -- enjoy with action masks -----------------------------------------------------------------------------------
+
+
+class MaskedPredictions:
+    """A loaded model whose ``predict`` passes the action masks of the env ``enjoy`` plays in, when it has them
+    (every other attribute is the model's).
+
+    :param model: the loaded model
+    :param player: where the env ``enjoy`` created is found
+    """
+
+    def __init__(self, model: BaseAlgorithm, player: EnjoyWithMasks) -> None:
+        self.model = model
+        self.player = player
+
+    def predict(
+        self,
+        observation: Any,
+        state: Any = None,
+        episode_start: Any = None,
+        deterministic: bool = False,
+    ) -> tuple[Any, Any]:
+        """:param observation: the VecEnv's observations
+        :param state: recurrent state (unused by our policies)
+        :param episode_start: episode starts
+        :param deterministic: take the most likely legal action
+        :return: the actions and the state"""
+        env = self.player.env
+        masks = get_action_masks(env) if env is not None and is_masking_supported(env) else None
+        return self.model.predict(observation, state, episode_start, deterministic, action_masks=masks)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.model, name)
+
+
+class _MaskedLoader:
+    """Stands for one of our algorithm classes in ``rl_zoo3.enjoy``: ``load`` wraps the model in
+    :class:`MaskedPredictions`.
+
+    :param algo_class: the algorithm class
+    :param player: where the env ``enjoy`` created is found
+    """
+
+    def __init__(self, algo_class: type[BaseAlgorithm], player: EnjoyWithMasks) -> None:
+        self.algo_class = algo_class
+        self.player = player
+
+    def load(self, *args: Any, **kwargs: Any) -> MaskedPredictions:
+        """:param args: arguments of the class's ``load``
+        :param kwargs: keyword arguments of the class's ``load``
+        :return: the loaded model, predicting with the env's masks"""
+        return MaskedPredictions(self.algo_class.load(*args, **kwargs), self.player)
+
+
+class EnjoyWithMasks:
+    """What ``rl_zoo3.enjoy`` is run with for our algorithms: its ``create_test_env`` is recorded, and its algorithm
+    table loads our models as :class:`MaskedPredictions`."""
+
+    def __init__(self) -> None:
+        self.env: Any = None
+
+    def create_test_env(self, *args: Any, **kwargs: Any) -> Any:
+        """rl-zoo3's ``create_test_env``, remembering the env.
+
+        :param args: its arguments
+        :param kwargs: its keyword arguments
+        :return: the env"""
+        self.env = rl_zoo3.utils.create_test_env(*args, **kwargs)
+        return self.env
+
+    def algos(self) -> dict[str, Any]:
+        """:return: rl-zoo3's algorithm table with our algorithms' ``load`` predicting with masks"""
+        return {**rl_zoo3.utils.ALGOS, **{name: _MaskedLoader(cls, self) for name, cls in ZOO_ALGOS.items()}}
+
+
 # -- command line ----------------------------------------------------------------------------------------------
 
 
@@ -415,7 +490,9 @@ def main(argv: list[str] | None = None) -> None:
         if script == "train":
             rl_zoo3.train.train()
         else:
-            rl_zoo3.enjoy.enjoy()
+            player = EnjoyWithMasks()
+            with _replaced(rl_zoo3.enjoy, ALGOS=player.algos(), create_test_env=player.create_test_env):
+                rl_zoo3.enjoy.enjoy()
 
 
 if __name__ == "__main__":

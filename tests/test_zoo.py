@@ -7,12 +7,15 @@ import subprocess
 import sys
 from pathlib import Path
 
+import gymnasium as gym
 import numpy as np
 import optuna
 import pytest
+import rl_zoo3.enjoy
 import torch
 import yaml
 from stable_baselines3.common.env_util import make_vec_env
+from stable_baselines3.common.monitor import load_results
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from sb3_dirpg import DirPG, MiniGridCNN
@@ -21,6 +24,7 @@ from sb3_dirpg.zoo import (
     HYPERPARAMS_DIR,
     ZOO_ALGOS,
     EvalByInteractions,
+    _argv,
     _with_defaults,
     main,
     prepare_hyperparams,
@@ -63,6 +67,7 @@ def test_cli_train_writes_model_and_tensorboard_then_enjoy_loads_it(tmp_path) ->
     assert evaluations[0] >= 300 and len(evaluations) == 2  # --eval-freq counts interactions
     config = yaml.unsafe_load((run_dir / "CartPole-v1" / "config.yml").read_text())
     assert dict(config)["search_budget"] == 200  # read from zoo_hyperparams/dirpg.yml by default
+    assert len(load_results(str(run_dir))) > 0  # the a_opt episodes reach the monitor files rl-zoo3's plot_train reads
     (event_file,) = runs.glob("CartPole-v1/DirPG_1/events.out.tfevents.*")
     events = EventAccumulator(str(event_file))
     events.Reload()
@@ -245,3 +250,40 @@ def test_unknown_script_and_help(capsys) -> None:
     with pytest.raises(SystemExit, match="unknown script"):
         main(["plot_train"])
 
+
+
+# -- rl-zoo3 parity: monitor files and enjoy with masks ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("algo", ["dirpg", "reinforce", "cem"])
+def test_episodes_are_written_to_the_monitor_files(tmp_path, algo: str) -> None:
+    kwargs = {"dirpg": dict(search_budget=20), "reinforce": dict(n_rollouts=2), "cem": dict(n_rollouts=4, n_elite=2)}[algo]
+    env = make_vec_env("CartPole-v1", n_envs=2, seed=0, monitor_dir=str(tmp_path))
+    model = ZOO_ALGOS[algo]("MlpPolicy", env, seed=0, batch_episodes=4, **kwargs)
+    model.learn(1_000)
+    rows = load_results(str(tmp_path))  # what rl-zoo3's plot_train reads
+    assert 0 < len(rows) == model._episode_num <= model.ep_info_buffer.maxlen
+    assert sorted(rows["r"]) == sorted(ep["r"] for ep in model.ep_info_buffer)
+    assert (rows["l"] > 0).all() and list(rows["r"]) == list(rows["l"])  # CartPole: reward 1 per step
+    assert len(list(tmp_path.glob("*.monitor.csv"))) == 2  # the episodes go round-robin to both sub-envs' files
+
+
+def test_enjoy_plays_with_the_env_action_masks(tmp_path, capsys) -> None:
+    from tests.toy_envs import MaskableChainEnv
+
+    env_id = "MaskableChainTest-v0"
+    if env_id not in gym.registry:
+        gym.register(env_id, entry_point=MaskableChainEnv, max_episode_steps=4)
+    model = DirPG("MlpPolicy", env_id, search_budget=10, seed=0)
+    with torch.no_grad():  # the greedy action is 2, which is illegal at even steps: the env raises if it is played
+        model.policy.action_net.bias.copy_(torch.tensor([0.0, 0.0, 50.0]))
+    run_dir = _run_dir(tmp_path, "dirpg", env_id)
+    run_dir.mkdir(parents=True)
+    model.save(run_dir / f"{env_id}.zip")
+    enjoy = ["enjoy", "--env", env_id, "-f", str(tmp_path), "--no-render", "-n", "40", "--deterministic"]
+    main(enjoy)  # legal actions only: runs through
+    assert "Episode Reward" in capsys.readouterr().out
+    with pytest.raises(AssertionError, match="illegal action 2"):  # rl-zoo3's own enjoy, without masks, plays action 2
+        with _argv(["enjoy", "--algo", "dirpg", *enjoy[1:]]):
+            register_algorithms()
+            rl_zoo3.enjoy.enjoy()

@@ -117,3 +117,10 @@ class PoisonedChainEnv(SparseChainEnv):
             else:
                 obs[0] = self.value
         return obs, reward, terminated, truncated, info
+
+
+class MaskableChainEnv(MaskedChainEnv):
+    """:class:`MaskedChainEnv` with sb3-contrib's ``action_masks()`` on the env itself (no wrapper needed)."""
+
+    def action_masks(self) -> np.ndarray:
+        return self.legal()
