@@ -55,7 +55,8 @@ from sb3_dirpg.vec_simulator import Heuristic
 from sb3_dirpg.zoo_samplers import CONVERTERS, SAMPLERS, apply_to_entry
 
 ZOO_ALGOS: dict[str, type[BaseAlgorithm]] = {"dirpg": DirPG, "reinforce": Reinforce, "cem": CEM}
-HYPERPARAMS_DIR = Path(__file__).resolve().parent.parent / "zoo_hyperparams"
+# shipped inside the package (package data), so found from any folder and with a regular install
+HYPERPARAMS_DIR = Path(__file__).resolve().parent / "zoo_hyperparams"
 RL_ZOO_SCRIPTS = ("train", "enjoy")
 # names a ``policy_kwargs`` or ``heuristic`` string may use, on top of those rl-zoo3 itself evaluates them with
 EVAL_NAMES: dict[str, Any] = {"MiniGridCNN": MiniGridCNN, "sb3_dirpg": sb3_dirpg, "nn": nn}
@@ -74,11 +75,11 @@ def register_algorithms() -> None:
 
 def default_conf_file(algo: str) -> Path:
     """:param algo: ``dirpg``, ``reinforce`` or ``cem``
-    :return: the hyperparameter file of the algorithm shipped in ``zoo_hyperparams/``"""
+    :return: the hyperparameter file of the algorithm shipped in the package's ``zoo_hyperparams/``"""
     path = HYPERPARAMS_DIR / f"{algo}.yml"
     if not path.is_file():
         raise FileNotFoundError(
-            f"no hyperparameter file {path} (it ships in the sb3-dirpg source tree, next to the package); "
+            f"no hyperparameter file {path} (the sb3-dirpg package ships dirpg.yml, reinforce.yml and cem.yml there); "
             "pass --conf-file PATH to use your own"
         )
     return path

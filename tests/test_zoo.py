@@ -3,8 +3,10 @@ conversions of YAML-friendly hyperparameters."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import gymnasium as gym
@@ -161,11 +163,27 @@ def test_algorithms_are_registered_in_rl_zoo3() -> None:
 
 def test_default_algo_and_conf_file() -> None:
     args = _with_defaults(["--env", "CartPole-v1"], "train")
-    assert args[-4:] == ["--algo", "dirpg", "--conf-file", str(REPO / "zoo_hyperparams" / "dirpg.yml")]
+    assert args[-4:] == ["--algo", "dirpg", "--conf-file", str(REPO / "sb3_dirpg" / "zoo_hyperparams" / "dirpg.yml")]
     assert _with_defaults(["--algo=cem"], "train")[-1].endswith("cem.yml")
     assert _with_defaults(["--algo", "cem", "-conf", "my.yml"], "train") == ["--algo", "cem", "-conf", "my.yml"]
     assert _with_defaults(["--algo", "ppo"], "train") == ["--algo", "ppo"]  # rl-zoo3's own files for its algorithms
     assert _with_defaults([], "enjoy") == ["--algo", "dirpg"]
+
+
+def test_hyperparameter_files_ship_in_the_package_and_are_found_from_any_folder(tmp_path) -> None:
+    assert (REPO / "zoo_hyperparams").resolve() == (REPO / "sb3_dirpg" / "zoo_hyperparams").resolve()  # the top-level link
+    code = "from sb3_dirpg.zoo import default_conf_file; print(default_conf_file('dirpg'))"
+    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "PYTHONPATH": str(REPO)})  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert Path(out.stdout.strip()).is_file()
+    # a regular (non-editable) install gets them: they are in the wheel
+    build = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(tmp_path), str(REPO)]
+    done = subprocess.run(build, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    (wheel,) = tmp_path.glob("sb3_dirpg-*.whl")
+    names = set(zipfile.ZipFile(wheel).namelist())
+    assert {f"sb3_dirpg/zoo_hyperparams/{algo}.yml" for algo in ZOO_ALGOS} <= names
 
 
 def _bound(env, scale: float = 1.0) -> float:
