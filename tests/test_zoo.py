@@ -4,6 +4,7 @@ conversions of YAML-friendly hyperparameters."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -177,8 +178,13 @@ def test_hyperparameter_files_ship_in_the_package_and_are_found_from_any_folder(
                          env={**os.environ, "PYTHONPATH": str(REPO)})  # fmt: skip
     assert out.returncode == 0, out.stderr
     assert Path(out.stdout.strip()).is_file()
-    # a regular (non-editable) install gets them: they are in the wheel
-    build = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(tmp_path), str(REPO)]
+    # a regular (non-editable) install gets them: they are in the wheel, built from a copy of the sources (no build
+    # output is left in the checkout)
+    source = tmp_path / "source"
+    shutil.copytree(REPO / "sb3_dirpg", source / "sb3_dirpg", ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(REPO / name, source / name)
+    build = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(tmp_path), str(source)]
     done = subprocess.run(build, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     (wheel,) = tmp_path.glob("sb3_dirpg-*.whl")
