@@ -145,13 +145,12 @@ class VecSimulator:
         if not np.isfinite(rewards).all():
             row = int(np.flatnonzero(~np.isfinite(rewards))[0])
             self._non_finite("reward", rewards[row], row, episodes, what)
-        if self._float_obs_keys:
-            for row, entry in enumerate(rows):
-                obs = entry[0]
-                for key in self._float_obs_keys:
-                    part = obs if key is None else obs[key]
-                    if not np.isfinite(part).all():
-                        self._non_finite("observation" if key is None else f"observation[{key!r}]", part, row, episodes, what)
+        for key in self._float_obs_keys:
+            parts = [entry[0] if key is None else entry[0][key] for entry in rows]
+            if np.isfinite(np.concatenate(parts, axis=None)).all():  # one check for the whole batch
+                continue
+            row = next(i for i, part in enumerate(parts) if not np.isfinite(part).all())
+            self._non_finite("observation" if key is None else f"observation[{key!r}]", parts[row], row, episodes, what)
 
     def _non_finite(self, name: str, value: Any, row: int, episodes: Sequence[int], what: str) -> None:
         episode = int(episodes[row])
