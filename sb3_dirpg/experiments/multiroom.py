@@ -14,8 +14,10 @@ its curve after every evaluation in ``--runs-dir``, so ``--resume`` carries on w
 min-max over seeds). ``sampled_return`` is ``rollout/ep_rew_mean``: the return of the on-policy samples (``a_opt``
 for DirPG, the rollouts for the baselines) over the last 100 of them.
 
-Default: the shipped DirPG setting and action-level REINFORCE, 3 seeds, 3M interactions each (about 15 minutes per
-run on one core). Other methods (``--methods``) are the variants measured while choosing the shipped setting.
+Default: the shipped DirPG setting and action-level REINFORCE, 3 seeds, 3M interactions each. On the 2-core VM of the
+results page a REINFORCE run took about 20 minutes and a DirPG run about an hour (several runs shared the cores; DirPG
+searches one map per update, so its per-map overhead is not amortised over a batch). Other methods (``--methods``)
+are the variants measured while choosing the shipped setting.
 """
 
 from __future__ import annotations
@@ -251,7 +253,7 @@ def markdown_table(summary: dict[str, Any]) -> str:
     rows = ["| method | seed | to 0.5 | to 0.9 | final success | at |", "| --- | --- | --- | --- | --- | --- |"]
     for method, info in summary.items():
         for seed, s in info["per_seed"].items():
-            cells = (method, seed, _m(s["to_0.5"]), _m(s["to_0.9"]), f"{s['final']:.2f}", _m(s["interactions"]))
+            cells = (method, seed, _m(s["to_0.5"]), _m(s["to_0.9"]), f"{s['final']:.3f}", _m(s["interactions"]))
             rows.append("| " + " | ".join(cells) + " |")
         rows.append(f"| **{method}** | median | | **{_m(info['median_to_0.9'])}** | | |")
     return "\n".join(rows) + "\n"
