@@ -186,8 +186,8 @@ def test_tensorboard_has_search_scalars(tmp_path) -> None:
 
 
 def test_progress_bar_counts_interactions(monkeypatch) -> None:
-    import sb3_dirpg.base
-    from sb3_dirpg.callbacks import InteractionProgressBar
+    import sb3_dirpg.common.simulator_algorithm
+    from sb3_dirpg.common.callbacks import InteractionProgressBar
 
     shown = []
 
@@ -196,7 +196,7 @@ def test_progress_bar_counts_interactions(monkeypatch) -> None:
             shown.append(self.pbar.n)
             super()._on_training_end()
 
-    monkeypatch.setattr(sb3_dirpg.base, "InteractionProgressBar", Recording)
+    monkeypatch.setattr(sb3_dirpg.common.simulator_algorithm, "InteractionProgressBar", Recording)
     model = small_model()
     model.learn(500, progress_bar=True)
     assert shown == [model.num_timesteps]

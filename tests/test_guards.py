@@ -14,8 +14,8 @@ from sb3_contrib.common.wrappers import ActionMasker
 from stable_baselines3 import PPO
 
 from sb3_dirpg import DirPG
+from sb3_dirpg.common.vec_simulator import VecSimulator
 from sb3_dirpg.simulator import SimulatorWrapper
-from sb3_dirpg.vec_simulator import VecSimulator
 from tests.toy_envs import MaskedChainEnv, PoisonedChainEnv, SparseChainEnv
 
 th.set_num_threads(1)
@@ -196,7 +196,7 @@ def test_predict_with_a_wrong_mask_length_names_action_masks() -> None:
 def test_loading_a_ppo_zip_names_ppo_from_dirpg(tmp_path) -> None:
     path = tmp_path / "ppo.zip"
     PPO("MlpPolicy", chain(), n_steps=16, batch_size=16).save(path)
-    with pytest.raises(ValueError, match=r"ActorCriticPolicy.*sb3_dirpg\.interop\.ppo_from_dirpg"):
+    with pytest.raises(ValueError, match=r"ActorCriticPolicy.*sb3_dirpg\.integrations\.ppo\.ppo_from_dirpg"):
         DirPG.load(path)
     with pytest.raises(ValueError, match="ppo_from_dirpg"):
         DirPG.load(path, env=chain())

@@ -11,7 +11,7 @@ import pytest
 
 import sb3_dirpg.envs  # noqa: F401  (registers the envs)
 from sb3_dirpg.envs import make_minigrid_env
-from sb3_dirpg.heuristics import MultiRoomBound
+from sb3_dirpg.envs.minigrid import MultiRoomBound
 
 GAMMAS = (1.0, 0.99)
 N_ACTIONS = 7  # every MiniGrid action, including the no-ops (pickup/drop/done where nothing happens)

@@ -12,7 +12,7 @@ from stable_baselines3 import PPO
 from sb3_dirpg import DirPG, MiniGridCNN
 from sb3_dirpg.baselines import CEM
 from sb3_dirpg.envs import SpanningTreeBanditEnv, make_minigrid_env
-from sb3_dirpg.interop import ppo_from_dirpg
+from sb3_dirpg.integrations.ppo import ppo_from_dirpg
 
 torch.set_num_threads(1)
 

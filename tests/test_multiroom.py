@@ -16,9 +16,9 @@ from stable_baselines3.common.vec_env import DummyVecEnv
 from sb3_dirpg import DirPG, MiniGridCNN
 from sb3_dirpg.baselines import Reinforce
 from sb3_dirpg.envs import make_minigrid_env
+from sb3_dirpg.envs.minigrid import MultiRoomBound
 from sb3_dirpg.experiments import multiroom
-from sb3_dirpg.heuristics import MultiRoomBound
-from sb3_dirpg.zoo import HYPERPARAMS_DIR, prepare_hyperparams
+from sb3_dirpg.integrations.zoo import HYPERPARAMS_DIR, prepare_hyperparams
 
 torch.set_num_threads(1)
 N6 = "MiniGrid-MultiRoom-N6-v0"

@@ -8,8 +8,8 @@ import torch as th
 
 from sb3_dirpg import DirPG, MiniGridCNN
 from sb3_dirpg.envs import make_minigrid_env
-from sb3_dirpg.experiments.naive_search import NaiveDirPG, naive_search
-from sb3_dirpg.heuristics import MultiRoomBound
+from sb3_dirpg.envs.minigrid import MultiRoomBound
+from tests.reference.naive_search import NaiveDirPG, naive_search
 
 th.set_num_threads(1)
 

@@ -54,7 +54,7 @@ def test_tests_extra_covers_every_import_of_the_suite() -> None:
 def test_zoo_extra_covers_the_bridge_and_the_undeclared_requests() -> None:
     extras = PYPROJECT["project"]["optional-dependencies"]
     declared = requirement_names(PYPROJECT["project"]["dependencies"] + extras["zoo"])
-    bridge = [ROOT / "sb3_dirpg" / "zoo.py", ROOT / "sb3_dirpg" / "zoo_samplers.py"]
+    bridge = [ROOT / "sb3_dirpg" / "integrations" / "zoo.py", ROOT / "sb3_dirpg" / "integrations" / "zoo_samplers.py"]
     needed = third_party_distributions(imported_top_level(bridge))
     assert needed <= declared, needed - declared
     # rl-zoo3 imports these without declaring them (requests) or the bridge's features need them (--optimize, -P)
@@ -81,7 +81,10 @@ def run_python(code: str) -> subprocess.CompletedProcess:
 
 def test_zoo_bridge_without_rl_zoo3_names_the_extra() -> None:
     # sys.modules[name] = None makes `import name` fail as if the package were not installed
-    code = "import runpy, sys; sys.modules['rl_zoo3'] = None; runpy.run_module('sb3_dirpg.zoo', run_name='__main__')"
+    code = (
+        "import runpy, sys; sys.modules['rl_zoo3'] = None; "
+        "runpy.run_module('sb3_dirpg.integrations.zoo', run_name='__main__')"
+    )
     done = run_python(code)
     assert done.returncode != 0
     assert "pip install sb3-dirpg[zoo]" in done.stderr
@@ -89,12 +92,12 @@ def test_zoo_bridge_without_rl_zoo3_names_the_extra() -> None:
 
 
 def test_zoo_bridge_without_requests_names_the_extra() -> None:
-    done = run_python("import sys; sys.modules['requests'] = None; import sb3_dirpg.zoo")
+    done = run_python("import sys; sys.modules['requests'] = None; import sb3_dirpg.integrations.zoo")
     assert done.returncode != 0 and "pip install sb3-dirpg[zoo]" in done.stderr
 
 
 def test_progress_bar_without_tqdm_names_the_extra(monkeypatch) -> None:
-    from sb3_dirpg.callbacks import InteractionProgressBar
+    from sb3_dirpg.common.callbacks import InteractionProgressBar
 
     monkeypatch.setitem(sys.modules, "tqdm.rich", None)
     with pytest.raises(ImportError, match=re.escape("pip install sb3-dirpg[extra]")):

@@ -11,9 +11,9 @@ import torch as th
 from stable_baselines3.common.callbacks import BaseCallback
 
 from sb3_dirpg import DirPG
+from sb3_dirpg.common.worker_pool import SearchWorkerPool, WorkerError, split_batch
 from sb3_dirpg.envs import make_minigrid_env
-from sb3_dirpg.parallel import SearchWorkerPool, WorkerError, split_batch
-from sb3_dirpg.policies import MiniGridCNN
+from sb3_dirpg.envs.minigrid import MiniGridCNN
 
 th.set_num_threads(1)
 

@@ -13,10 +13,10 @@ from gymnasium import spaces
 from sb3_contrib.common.wrappers import ActionMasker
 from stable_baselines3.common.monitor import Monitor
 
+from sb3_dirpg.envs.minigrid import MiniGridCloner
 from sb3_dirpg.simulator import (
     DeepcopyCloner,
     FieldsCloner,
-    MiniGridCloner,
     NondeterministicEnvError,
     NotClonableError,
     SimulatorWrapper,

@@ -1,5 +1,5 @@
-"""The rl-zoo3 bridge: ``python -m sb3_dirpg.zoo train/enjoy``, ``--optimize``, every entry of the zoo files, and the
-conversions of YAML-friendly hyperparameters."""
+"""The rl-zoo3 bridge: ``python -m sb3_dirpg.integrations.zoo train/enjoy``, ``--optimize``, every entry of the zoo files,
+and the conversions of YAML-friendly hyperparameters."""
 
 from __future__ import annotations
 
@@ -22,8 +22,8 @@ from stable_baselines3.common.monitor import load_results
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from sb3_dirpg import DirPG, MiniGridCNN
-from sb3_dirpg.heuristics import MultiRoomBound
-from sb3_dirpg.zoo import (
+from sb3_dirpg.envs.minigrid import MultiRoomBound
+from sb3_dirpg.integrations.zoo import (
     HYPERPARAMS_DIR,
     ZOO_ALGOS,
     EvalByInteractions,
@@ -35,7 +35,7 @@ from sb3_dirpg.zoo import (
     resolve_heuristic,
     resolve_policy_kwargs,
 )
-from sb3_dirpg.zoo_samplers import SAMPLERS, apply_to_entry
+from sb3_dirpg.integrations.zoo_samplers import SAMPLERS, apply_to_entry
 
 torch.set_num_threads(1)
 REPO = Path(__file__).resolve().parents[1]
@@ -59,7 +59,7 @@ def _zoo_entries() -> list[tuple[str, str]]:
 
 def test_cli_train_writes_model_and_tensorboard_then_enjoy_loads_it(tmp_path) -> None:
     logs, runs = tmp_path / "logs", tmp_path / "runs"
-    train = [sys.executable, "-m", "sb3_dirpg.zoo", "train", "--env", "CartPole-v1", "-n", "600", "-f", str(logs),
+    train = [sys.executable, "-m", "sb3_dirpg.integrations.zoo", "train", "--env", "CartPole-v1", "-n", "600", "-f", str(logs),
              "-tb", str(runs), "--eval-freq", "300", "--eval-episodes", "2", *QUIET]  # fmt: skip
     out = subprocess.run(train, cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-3000:]
@@ -77,8 +77,8 @@ def test_cli_train_writes_model_and_tensorboard_then_enjoy_loads_it(tmp_path) ->
     assert {"search/improved_fraction", "search/d_opt", "search/d_dir", "rollout/ep_rew_mean"} <= set(events.Tags()["scalars"])
     assert "search/budget_spent" in events.Tags()["histograms"]
 
-    enjoy = [sys.executable, "-m", "sb3_dirpg.zoo", "enjoy", "--env", "CartPole-v1", "-f", str(logs), "--no-render",
-             "-n", "300", "--deterministic"]  # fmt: skip
+    enjoy = [sys.executable, "-m", "sb3_dirpg.integrations.zoo", "enjoy", "--env", "CartPole-v1", "-f", str(logs),
+             "--no-render", "-n", "300", "--deterministic"]  # fmt: skip
     out = subprocess.run(enjoy, cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-3000:]
     assert f"Loading {run_dir / 'CartPole-v1.zip'}" in out.stdout
@@ -173,7 +173,7 @@ def test_default_algo_and_conf_file() -> None:
 
 def test_hyperparameter_files_ship_in_the_package_and_are_found_from_any_folder(tmp_path) -> None:
     assert (REPO / "zoo_hyperparams").resolve() == (REPO / "sb3_dirpg" / "zoo_hyperparams").resolve()  # the top-level link
-    code = "from sb3_dirpg.zoo import default_conf_file; print(default_conf_file('dirpg'))"
+    code = "from sb3_dirpg.integrations.zoo import default_conf_file; print(default_conf_file('dirpg'))"
     out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120,
                          env={**os.environ, "PYTHONPATH": str(REPO)})  # fmt: skip
     assert out.returncode == 0, out.stderr
@@ -199,11 +199,11 @@ def _bound(env, scale: float = 1.0) -> float:
 @pytest.mark.parametrize(
     ("spec", "check"),
     [
-        ("sb3_dirpg.heuristics.MultiRoomBound", lambda h: isinstance(h, MultiRoomBound) and h.gamma == 0.99),
-        ("sb3_dirpg.heuristics:MultiRoomBound", lambda h: isinstance(h, MultiRoomBound) and h.gamma == 0.99),
-        ({"sb3_dirpg.heuristics.MultiRoomBound": {"door_reward": 10, "gamma": 0.5}},
+        ("sb3_dirpg.envs.minigrid.MultiRoomBound", lambda h: isinstance(h, MultiRoomBound) and h.gamma == 0.99),
+        ("sb3_dirpg.envs.minigrid:MultiRoomBound", lambda h: isinstance(h, MultiRoomBound) and h.gamma == 0.99),
+        ({"sb3_dirpg.envs.minigrid.MultiRoomBound": {"door_reward": 10, "gamma": 0.5}},
          lambda h: h.door_reward == 10 and h.gamma == 0.5),
-        ("sb3_dirpg.heuristics.MultiRoomBound(goal_reward=7)", lambda h: h.goal_reward == 7 and h.gamma == 1.0),
+        ("sb3_dirpg.envs.minigrid.MultiRoomBound(goal_reward=7)", lambda h: h.goal_reward == 7 and h.gamma == 1.0),
         ({"tests.test_zoo._bound": {"scale": 3.0}}, lambda h: h(None) == 3.0),
         ("tests.test_zoo._bound", lambda h: h(None) == 1.0),
         (None, lambda h: h is None),
@@ -215,7 +215,7 @@ def test_heuristic_specs(spec, check) -> None:
 
 @pytest.mark.parametrize(
     ("spec", "match"),
-    [("no_such_module.Bound", "cannot import"), ("sb3_dirpg.heuristics.Nope", "has no attribute"),
+    [("no_such_module.Bound", "cannot import"), ("sb3_dirpg.envs.minigrid.Nope", "has no attribute"),
      ({"a.B": {}, "c.D": {}}, "exactly one key"), ("1 + 1", "not callable"), (3, "cannot make a heuristic")],
 )  # fmt: skip
 def test_bad_heuristic_specs(spec, match: str) -> None:
@@ -226,10 +226,10 @@ def test_bad_heuristic_specs(spec, match: str) -> None:
 def test_policy_kwargs_and_prepare_hyperparams() -> None:
     from_string = resolve_policy_kwargs("dict(features_extractor_class=MiniGridCNN, net_arch=[], activation_fn=nn.ReLU)")
     assert from_string["features_extractor_class"] is MiniGridCNN and from_string["activation_fn"] is torch.nn.ReLU
-    from_mapping = resolve_policy_kwargs({"features_extractor_class": "sb3_dirpg.policies.MiniGridCNN"})
+    from_mapping = resolve_policy_kwargs({"features_extractor_class": "sb3_dirpg.envs.minigrid.MiniGridCNN"})
     assert from_mapping["features_extractor_class"] is MiniGridCNN
     raw = {"policy_kwargs": "dict(net_arch=[8])", "net_arch": [4], "abs_epsilon": 0.5, "epsilon": -1.0,
-           "heuristic": {"sb3_dirpg.heuristics.MultiRoomBound": None}, "gamma": 0.9}  # fmt: skip
+           "heuristic": {"sb3_dirpg.envs.minigrid.MultiRoomBound": None}, "gamma": 0.9}  # fmt: skip
     prepared = prepare_hyperparams(raw)
     assert prepared["policy_kwargs"] == {"net_arch": [4]} and "net_arch" not in prepared
     assert prepared["epsilon"] == -0.5  # the sampled magnitude keeps the entry's (risk-averse) sign

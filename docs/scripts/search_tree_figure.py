@@ -23,7 +23,7 @@ import numpy as np  # noqa: E402
 from sb3_dirpg.envs import DeepSeaRiskEnv  # noqa: E402
 from sb3_dirpg.search import SearchConfig, SearchResult, TopDownSearch  # noqa: E402
 from sb3_dirpg.simulator import SimulatorWrapper  # noqa: E402
-from sb3_dirpg.vec_simulator import VecSimulator  # noqa: E402
+from sb3_dirpg.common.vec_simulator import VecSimulator  # noqa: E402
 
 ACTION_NAMES = ("L", "R")
 

@@ -1,6 +1,6 @@
 """Train zoo entries through the rl-zoo3 bridge and measure what each one reached (the table in ``docs/results.md``).
 
-Every run is ``python -m sb3_dirpg.zoo train --algo ALGO --env ENV -n STEPS --seed 0 --num-threads 1 --eval-freq -1``
+Every run is ``python -m sb3_dirpg.integrations.zoo train --algo ALGO --env ENV -n STEPS --seed 0 --num-threads 1 --eval-freq -1``
 in its own process (one at a time), timed from start to end (process start-up of about 5 s included). The saved
 model is then evaluated without search on 100 fresh episodes, the way ``enjoy`` plays it: stochastic actions in
 MiniGrid (rl-zoo3's rule), deterministic elsewhere, with the env's action masks where it has them. Extra figures:
@@ -31,12 +31,12 @@ from rl_zoo3.utils import get_wrapper_class
 
 import sb3_dirpg  # noqa: F401  (registers the sb3_dirpg/ env ids)
 from sb3_dirpg.envs import SpanningTreeBanditEnv
-from sb3_dirpg.zoo import ZOO_ALGOS, default_conf_file
+from sb3_dirpg.integrations.zoo import ZOO_ALGOS, default_conf_file
 
 
 def train(algo: str, env_id: str, steps: int, folder: Path, params: list[str]) -> float:
     """:return: wall-clock seconds of the training command"""
-    command = [sys.executable, "-m", "sb3_dirpg.zoo", "train", "--algo", algo, "--env", env_id, "-n", str(steps),
+    command = [sys.executable, "-m", "sb3_dirpg.integrations.zoo", "train", "--algo", algo, "--env", env_id, "-n", str(steps),
                "--seed", "0", "--num-threads", "1", "--eval-freq", "-1", "-f", str(folder), "--verbose", "0"]  # fmt: skip
     if params:
         command += ["-params", *params]

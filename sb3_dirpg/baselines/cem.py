@@ -10,7 +10,7 @@ from stable_baselines3.common.type_aliases import GymEnv, Schedule
 
 from sb3_dirpg.baselines.rollout_algorithm import RolloutAlgorithm, check_positive_int
 from sb3_dirpg.baselines.rollouts import Rollouts
-from sb3_dirpg.policies import DirPGPolicy
+from sb3_dirpg.common.policies import DirPGPolicy
 
 SelfCEM = TypeVar("SelfCEM", bound="CEM")
 

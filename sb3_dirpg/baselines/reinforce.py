@@ -9,7 +9,7 @@ from stable_baselines3.common.type_aliases import GymEnv, Schedule
 
 from sb3_dirpg.baselines.rollout_algorithm import RolloutAlgorithm
 from sb3_dirpg.baselines.rollouts import Rollouts
-from sb3_dirpg.policies import DirPGPolicy
+from sb3_dirpg.common.policies import DirPGPolicy
 
 SelfReinforce = TypeVar("SelfReinforce", bound="Reinforce")
 

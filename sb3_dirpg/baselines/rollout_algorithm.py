@@ -10,9 +10,9 @@ import torch as th
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.type_aliases import GymEnv, Schedule
 
-from sb3_dirpg.base import SimulatorAlgorithm
 from sb3_dirpg.baselines.rollouts import Rollouts, collect_rollouts
-from sb3_dirpg.policies import DirPGPolicy
+from sb3_dirpg.common.policies import DirPGPolicy
+from sb3_dirpg.common.simulator_algorithm import SimulatorAlgorithm
 
 
 def check_positive_int(algo: str, name: str, value: Any) -> None:
@@ -36,7 +36,7 @@ class RolloutAlgorithm(SimulatorAlgorithm):
     iteration and a False return stops training before the update.
 
     :param n_rollouts: trajectories sampled per episode
-    :param kwargs: the arguments of :class:`~sb3_dirpg.base.SimulatorAlgorithm` (without ``heuristic``)
+    :param kwargs: the arguments of :class:`~sb3_dirpg.common.simulator_algorithm.SimulatorAlgorithm` (without ``heuristic``)
     """
 
     def __init__(

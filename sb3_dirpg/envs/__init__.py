@@ -1,9 +1,20 @@
-"""The paper's environments, registered with gymnasium under the ``sb3_dirpg/`` namespace, and MiniGrid wrappers."""
+"""The paper's environments, each with what DirPG needs for it (cloner, bound, network).
+
+The spanning-tree bandit and DeepSea are registered with gymnasium under the ``sb3_dirpg/`` namespace; ``minigrid/``
+holds the wrappers, cloner, network and bound for MiniGrid's own envs.
+"""
 
 import gymnasium as gym
 
 from sb3_dirpg.envs.deepsea import DeepSeaCloner, DeepSeaRiskEnv
-from sb3_dirpg.envs.minigrid import DirectionImageObs, MiniGridShapedReward, make_minigrid_env
+from sb3_dirpg.envs.minigrid import (
+    DirectionImageObs,
+    MiniGridCloner,
+    MiniGridCNN,
+    MiniGridShapedReward,
+    MultiRoomBound,
+    make_minigrid_env,
+)
 from sb3_dirpg.envs.spanning_tree import SpanningTreeBanditEnv, SpanningTreeCloner, random_connected_graph
 
 _ENTRY_POINTS = {
@@ -19,7 +30,10 @@ __all__ = [
     "DeepSeaCloner",
     "DeepSeaRiskEnv",
     "DirectionImageObs",
+    "MiniGridCNN",
+    "MiniGridCloner",
     "MiniGridShapedReward",
+    "MultiRoomBound",
     "SpanningTreeBanditEnv",
     "SpanningTreeCloner",
     "make_minigrid_env",

@@ -3,7 +3,7 @@
 ``python -m sb3_dirpg.experiments.env_speed [--steps N]`` prints, for each env, microseconds per ``step`` (random
 legal actions), per ``action_masks()`` call, per cloner ``snapshot`` / ``restore`` (the registered cloner of the
 unwrapped env; the RNG and wrapper state handled by the simulator wrapper are not included), per
-``copy.deepcopy(env)`` for comparison and, for MiniGrid, per call of the :class:`~sb3_dirpg.heuristics.MultiRoomBound`.
+``copy.deepcopy(env)`` for comparison and, for MiniGrid, per call of the :class:`~sb3_dirpg.envs.minigrid.MultiRoomBound`.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import numpy as np
 import sb3_dirpg.envs  # noqa: F401  (registers the envs)
 import sb3_dirpg.simulator  # noqa: F401  (registers the built-in cloners, MiniGrid's among them)
 from sb3_dirpg.envs import make_minigrid_env
-from sb3_dirpg.heuristics import MultiRoomBound
+from sb3_dirpg.envs.minigrid import MultiRoomBound
 from sb3_dirpg.simulator.registry import find_cloner
 
 

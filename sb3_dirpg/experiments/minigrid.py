@@ -1,6 +1,6 @@
 """``python -m sb3_dirpg.experiments.minigrid``: the paper's MiniGrid experiment (section 6, figure 3, appendix D.3).
 
-DirPG with the weighted-A* priority ``G + ε·(L + α·U)`` (``U`` = :class:`~sb3_dirpg.heuristics.MultiRoomBound`) for
+DirPG with the weighted-A* priority ``G + ε·(L + α·U)`` (``U`` = :class:`~sb3_dirpg.envs.minigrid.MultiRoomBound`) for
 several α, against REINFORCE (trajectory- and action-level) and the cross-entropy method, all spending the same
 number of simulator interactions per map: DirPG one trajectory for ``a_opt`` plus ``search_budget`` of search, the
 baselines ``n_rollouts`` trajectories of ``horizon`` steps. Outputs:
@@ -34,12 +34,11 @@ from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.vec_env import DummyVecEnv
 
 from sb3_dirpg import DirPG
-from sb3_dirpg.base import SimulatorAlgorithm
 from sb3_dirpg.baselines import CEM, Reinforce
+from sb3_dirpg.common.simulator_algorithm import SimulatorAlgorithm
 from sb3_dirpg.envs import make_minigrid_env
+from sb3_dirpg.envs.minigrid import MiniGridCNN, MultiRoomBound
 from sb3_dirpg.experiments.common import experiment_parser, mean_and_spread, plot_band, save_results, setup_run
-from sb3_dirpg.heuristics import MultiRoomBound
-from sb3_dirpg.policies import MiniGridCNN
 
 POLICY_KWARGS = dict(features_extractor_class=MiniGridCNN, net_arch=[], normalize_images=False)
 HELD_OUT_SEED = 1_000_000_007  # evaluation maps use seeds from here on; training seeds are random 31-bit integers

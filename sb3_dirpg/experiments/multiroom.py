@@ -81,8 +81,7 @@ def make_model(method: str, seed: int) -> Any:
 
     from sb3_dirpg import DirPG
     from sb3_dirpg.baselines import CEM, Reinforce
-    from sb3_dirpg.heuristics import MultiRoomBound
-    from sb3_dirpg.policies import MiniGridCNN
+    from sb3_dirpg.envs.minigrid import MiniGridCNN, MultiRoomBound
 
     algo, kwargs, bound = METHODS[method]
     kwargs = dict(COMMON, **kwargs)

@@ -9,8 +9,8 @@ the best success rate reached.
   such as MultiRoom-N2-S4, get the shared MiniGrid defaults of ``MiniGrid-Empty-Random-5x5-v0``):
   ``FlatObsWrapper``, ``VecNormalize``, 8 envs, ``n_steps=128``, ``batch_size=64``, ``n_epochs=10``, ``gamma=0.99``,
   ``gae_lambda=0.95``, ``lr=2.5e-4``, ``clip_range=0.2``, ``ent_coef=0``, MiniGrid's own sparse reward.
-* DirPG: the paper's MiniGrid setup (image + direction, :class:`~sb3_dirpg.policies.MiniGridCNN`, shaped reward
-  +100 goal / +30 door / ±5 pickup, weighted-A* priority with :class:`~sb3_dirpg.heuristics.MultiRoomBound`,
+* DirPG: the paper's MiniGrid setup (image + direction, :class:`~sb3_dirpg.envs.minigrid.MiniGridCNN`, shaped reward
+  +100 goal / +30 door / ±5 pickup, weighted-A* priority with :class:`~sb3_dirpg.envs.minigrid.MultiRoomBound`,
   α = 0.3, ε = 1, Adam 1e-3), trajectories cut at ``min(max_steps, 100)`` steps, 10 trajectories' worth of
   interactions per map (``a_opt`` plus ``9·horizon`` of search), 2 maps per update.
 

@@ -1,7 +1,7 @@
 """Lazy top-down A* sampling of trajectories (the DirPG search). Knows nothing about SB3 or torch."""
 
 from sb3_dirpg.search.gumbel import masked_log_softmax, masked_logsumexp, sample_gumbel, truncate_gumbel, truncated_gumbel
-from sb3_dirpg.search.protocols import BatchSimulator, PolicyFunction, Transitions
+from sb3_dirpg.search.protocols import BatchSimulator, Heuristic, PolicyFunction, Transitions
 from sb3_dirpg.search.top_down import (
     PRIORITIES,
     CompletedTrajectory,
@@ -19,6 +19,7 @@ __all__ = [
     "BatchSimulator",
     "CompletedTrajectory",
     "EpisodeSearch",
+    "Heuristic",
     "PolicyFunction",
     "SearchConfig",
     "SearchResult",

@@ -57,3 +57,15 @@ class PolicyFunction(Protocol):
         """:param obs: observations
         :param masks: legal actions, bool, shape (n, n_actions)
         :return: logits or unnormalised log-probabilities; the search renormalises over legal actions"""
+
+
+class Heuristic(Protocol):
+    """Bounds the discounted return-to-go from an env's current state (an env's state, so the search needs no torch).
+
+    Return an upper bound ``U``, or a pair ``(L, U)``. The A* priority uses ``U``; pruning needs ``U`` to be admissible
+    (never below the true return-to-go of any completion), and uses ``L`` to tighten the best-known bound.
+    """
+
+    def __call__(self, env: Any) -> float | tuple[float, float]:
+        """:param env: the env, at the state to bound
+        :return: ``U`` or ``(L, U)``"""

@@ -1,6 +1,6 @@
 """Simulator-cloning wrapper: seeded reset, snapshot and restore of a gymnasium env."""
 
-from sb3_dirpg.simulator.cloners import DeepcopyCloner, FieldsCloner, MiniGridCloner
+from sb3_dirpg.simulator.cloners import DeepcopyCloner, FieldsCloner
 from sb3_dirpg.simulator.registry import (
     Cloner,
     NondeterministicEnvError,
@@ -16,7 +16,6 @@ __all__ = [
     "Cloner",
     "DeepcopyCloner",
     "FieldsCloner",
-    "MiniGridCloner",
     "NondeterministicEnvError",
     "NotClonableError",
     "SimulatorWrapper",

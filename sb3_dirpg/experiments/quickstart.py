@@ -1,4 +1,4 @@
-"""``python -m sb3_dirpg.quickstart``: train DirPG on CartPole-v1 for a minute and show what it learned.
+"""``python -m sb3_dirpg.experiments.quickstart``: train DirPG on CartPole-v1 for a minute and show what it learned.
 
 It evaluates the greedy policy (no search, no simulator) before and after training, and prints the search
 statistics that tell whether DirPG is healthy (see the tensorboard guide in the docs).

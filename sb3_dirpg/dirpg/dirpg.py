@@ -11,13 +11,13 @@ import torch as th
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.type_aliases import GymEnv, Schedule
 
-from sb3_dirpg.base import SimulatorAlgorithm
-from sb3_dirpg.parallel import SearchShare, SearchWorkerPool, merge_shares, split_batch
-from sb3_dirpg.policies import DirPGPolicy
+from sb3_dirpg.common.policies import DirPGPolicy
+from sb3_dirpg.common.simulator_algorithm import SimulatorAlgorithm
+from sb3_dirpg.common.worker_pool import SearchShare, SearchWorkerPool, merge_shares, split_batch
 from sb3_dirpg.search import EpisodeSearch, SearchConfig, SearchResult, TopDownSearch
+from sb3_dirpg.search.protocols import Heuristic
 from sb3_dirpg.simulator import strip_monitor
 from sb3_dirpg.simulator.cloners import env_name
-from sb3_dirpg.vec_simulator import Heuristic
 
 SelfDirPG = TypeVar("SelfDirPG", bound="DirPG")
 

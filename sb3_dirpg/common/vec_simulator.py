@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import gymnasium as gym
@@ -11,11 +11,9 @@ import numpy as np
 from gymnasium import spaces
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv, VecEnvWrapper, VecMonitor, VecTransposeImage
 
-from sb3_dirpg.search import Transitions
+from sb3_dirpg.search.protocols import Heuristic, Transitions
 from sb3_dirpg.simulator import SimulatorWrapper, strip_monitor
 from sb3_dirpg.simulator.cloners import env_name
-
-Heuristic = Callable[[gym.Env], "float | tuple[float, float]"]
 
 # VecEnv wrappers that only observe (or transform observations statelessly) and are safe to bypass or replay
 _STATELESS_VEC_WRAPPERS = (VecMonitor, VecTransposeImage)

@@ -23,11 +23,12 @@ from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, Schedul
 from stable_baselines3.common.utils import safe_mean
 from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper, VecMonitor
 
-from sb3_dirpg.callbacks import InteractionProgressBar
-from sb3_dirpg.policies import CnnPolicy, DirPGPolicy, MlpPolicy, MultiInputPolicy
-from sb3_dirpg.policy_function import BatchedPolicy, ObservationTransform, PolicyFunction
+from sb3_dirpg.common.batched_policy import BatchedPolicy, ObservationTransform
+from sb3_dirpg.common.callbacks import InteractionProgressBar
+from sb3_dirpg.common.policies import CnnPolicy, DirPGPolicy, MlpPolicy, MultiInputPolicy
+from sb3_dirpg.common.vec_simulator import VecSimulator, check_vec_env
+from sb3_dirpg.search.protocols import Heuristic, PolicyFunction
 from sb3_dirpg.simulator.cloners import env_name
-from sb3_dirpg.vec_simulator import Heuristic, VecSimulator, check_vec_env
 
 SelfSimulatorAlgorithm = TypeVar("SelfSimulatorAlgorithm", bound="SimulatorAlgorithm")
 
@@ -231,7 +232,7 @@ class SimulatorAlgorithm(BaseAlgorithm):
             raise ValueError(
                 f"{cls.__name__}.load: {path} holds a {policy_class.__name__} policy, not a DirPG policy, so it was not saved "
                 f"by DirPG, Reinforce or CEM and cannot be loaded as {cls.__name__}. This package converts in the other "
-                "direction only: sb3_dirpg.interop.ppo_from_dirpg starts a PPO from a DirPG-trained policy"
+                "direction only: sb3_dirpg.integrations.ppo.ppo_from_dirpg starts a PPO from a DirPG-trained policy"
             )
         return super().load(
             path, env=env, device=device, custom_objects=custom_objects, print_system_info=print_system_info,

@@ -11,8 +11,8 @@ from sb3_contrib.common.maskable.utils import is_masking_supported
 from stable_baselines3 import PPO
 from stable_baselines3.common.type_aliases import GymEnv
 
-from sb3_dirpg.base import SimulatorAlgorithm
-from sb3_dirpg.policies import DirPGPolicy
+from sb3_dirpg.common.policies import DirPGPolicy
+from sb3_dirpg.common.simulator_algorithm import SimulatorAlgorithm
 
 # the parameters the actor of an ActorCriticPolicy shares with a DirPGPolicy
 ACTOR_PREFIXES = ("features_extractor.", "pi_features_extractor.", "mlp_extractor.policy_net.", "action_net.")

@@ -1,7 +1,7 @@
 """Optuna samplers for rl-zoo3's ``--optimize`` with DirPG, REINFORCE and CEM.
 
 rl-zoo3 calls a sampler as ``sampler(trial, n_actions, n_envs, additional_args)`` and merges the returned keyword
-arguments into the YAML entry's. The bridge (:mod:`sb3_dirpg.zoo`) also passes ``defaults``, the entry's
+arguments into the YAML entry's. The bridge (:mod:`sb3_dirpg.integrations.zoo`) also passes ``defaults``, the entry's
 preprocessed hyperparameters, so that a sampler can keep the entry's features extractor when it samples the
 network size, sample α only where the entry searches with a heuristic, and keep the sign of the entry's ε.
 

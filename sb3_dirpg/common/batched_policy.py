@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -11,9 +11,8 @@ from gymnasium import spaces
 from stable_baselines3.common.utils import obs_as_tensor
 from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper, VecTransposeImage
 
-from sb3_dirpg.policies import DirPGPolicy
-
-PolicyFunction = Callable[[list[Any], np.ndarray], np.ndarray]
+from sb3_dirpg.common.policies import DirPGPolicy
+from sb3_dirpg.search.protocols import PolicyFunction
 
 
 def stack_observations(obs: Sequence[Any], space: spaces.Space) -> np.ndarray | dict[str, np.ndarray]:
@@ -63,7 +62,7 @@ class ObservationTransform:
 
 
 class BatchedPolicy:
-    """Evaluates a :class:`~sb3_dirpg.policies.DirPGPolicy` on lists of raw observations.
+    """Evaluates a :class:`~sb3_dirpg.common.policies.DirPGPolicy` on lists of raw observations.
 
     :param policy: the policy
     :param observation_space: the raw (sub-env) observation space

@@ -18,11 +18,12 @@ import gymnasium as gym
 import numpy as np
 from stable_baselines3.common.vec_env.base_vec_env import CloudpickleWrapper
 
-from sb3_dirpg.policies import DirPGPolicy
-from sb3_dirpg.policy_function import BatchedPolicy, ObservationTransform
+from sb3_dirpg.common.batched_policy import BatchedPolicy, ObservationTransform
+from sb3_dirpg.common.policies import DirPGPolicy
+from sb3_dirpg.common.vec_simulator import VecSimulator
 from sb3_dirpg.search import EpisodeSearch, SearchConfig, SearchResult, TopDownSearch, UpdateSteps
+from sb3_dirpg.search.protocols import Heuristic
 from sb3_dirpg.simulator import SimulatorWrapper
-from sb3_dirpg.vec_simulator import Heuristic, VecSimulator
 
 
 @dataclass

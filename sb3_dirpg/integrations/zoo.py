@@ -1,4 +1,4 @@
-"""rl-zoo3 bridge: ``python -m sb3_dirpg.zoo train|enjoy [rl-zoo3 flags]``.
+"""rl-zoo3 bridge: ``python -m sb3_dirpg.integrations.zoo train|enjoy [rl-zoo3 flags]``.
 
 rl-zoo3 fixes its ``--algo`` choices when its parser is built, and imports ``--gym-packages`` only after parsing, so
 a plugin cannot add an algorithm from the command line. This module registers ``dirpg``, ``reinforce`` and ``cem``
@@ -8,7 +8,7 @@ points. For our algorithms it also
 * defaults ``--algo`` to ``dirpg`` and, for ``train``, ``--conf-file`` to ``zoo_hyperparams/<algo>.yml``;
 * turns the YAML-friendly parts of an entry into Python objects (:func:`prepare_hyperparams`): a ``heuristic``
   given as an import path (with keyword arguments) or as a Python expression, ``policy_kwargs`` strings that name
-  :class:`~sb3_dirpg.policies.MiniGridCNN`, class paths inside a ``policy_kwargs`` dict, and a top-level ``net_arch``;
+  :class:`~sb3_dirpg.envs.minigrid.MiniGridCNN`, class paths inside a ``policy_kwargs`` dict, and a top-level ``net_arch``;
 * makes ``--eval-freq``, ``--save-freq``, the progress bar and the evaluations of ``--optimize`` count environment
   interactions. DirPG calls callbacks once per lockstep search iteration, which makes up to ``batch_episodes``
   interactions, while rl-zoo3's callbacks count calls;
@@ -48,15 +48,15 @@ from torch import nn
 
 import sb3_dirpg
 from sb3_dirpg.baselines import CEM, Reinforce
-from sb3_dirpg.callbacks import InteractionProgressBar
+from sb3_dirpg.common.callbacks import InteractionProgressBar
 from sb3_dirpg.dirpg import DirPG
-from sb3_dirpg.policies import MiniGridCNN
-from sb3_dirpg.vec_simulator import Heuristic
-from sb3_dirpg.zoo_samplers import CONVERTERS, SAMPLERS, apply_to_entry
+from sb3_dirpg.envs.minigrid import MiniGridCNN
+from sb3_dirpg.integrations.zoo_samplers import CONVERTERS, SAMPLERS, apply_to_entry
+from sb3_dirpg.search.protocols import Heuristic
 
 ZOO_ALGOS: dict[str, type[BaseAlgorithm]] = {"dirpg": DirPG, "reinforce": Reinforce, "cem": CEM}
 # shipped inside the package (package data), so found from any folder and with a regular install
-HYPERPARAMS_DIR = Path(__file__).resolve().parent / "zoo_hyperparams"
+HYPERPARAMS_DIR = Path(__file__).resolve().parents[1] / "zoo_hyperparams"
 RL_ZOO_SCRIPTS = ("train", "enjoy")
 # names a ``policy_kwargs`` or ``heuristic`` string may use, on top of those rl-zoo3 itself evaluates them with
 EVAL_NAMES: dict[str, Any] = {"MiniGridCNN": MiniGridCNN, "sb3_dirpg": sb3_dirpg, "nn": nn}
@@ -154,11 +154,11 @@ def resolve_heuristic(spec: Any, gamma: float | None = None) -> Heuristic | None
     Accepted forms:
 
     * ``None`` or a callable: returned as it is;
-    * an import path, ``sb3_dirpg.heuristics.MultiRoomBound`` or ``sb3_dirpg.heuristics:MultiRoomBound``;
+    * an import path, ``sb3_dirpg.envs.minigrid.MultiRoomBound`` or ``sb3_dirpg.envs.minigrid:MultiRoomBound``;
     * a one-key mapping from an import path to keyword arguments, as rl-zoo3 writes wrappers with arguments:
-      ``{sb3_dirpg.heuristics.MultiRoomBound: {door_reward: 30}}``;
+      ``{sb3_dirpg.envs.minigrid.MultiRoomBound: {door_reward: 30}}``;
     * any other string is a Python expression, evaluated like rl-zoo3's ``policy_kwargs`` strings with
-      ``sb3_dirpg`` in scope: ``"sb3_dirpg.heuristics.MultiRoomBound(gamma=0.99)"``.
+      ``sb3_dirpg`` in scope: ``"sb3_dirpg.envs.minigrid.MultiRoomBound(gamma=0.99)"``.
 
     A class is instantiated with the keyword arguments, plus the algorithm's ``gamma`` when its constructor has a
     ``gamma`` parameter that was not given (a bound on the *discounted* return-to-go must use the training discount).
@@ -213,7 +213,7 @@ def prepare_hyperparams(hyperparams: dict[str, Any]) -> dict[str, Any]:
     """The YAML-friendly values of an entry for one of our algorithms, as Python objects.
 
     ``policy_kwargs`` (see :func:`resolve_policy_kwargs`), a top-level ``net_arch`` or ``abs_epsilon`` (from a
-    reloaded optuna trial, see :func:`~sb3_dirpg.zoo_samplers.apply_to_entry`) and ``heuristic`` (see
+    reloaded optuna trial, see :func:`~sb3_dirpg.integrations.zoo_samplers.apply_to_entry`) and ``heuristic`` (see
     :func:`resolve_heuristic`). The rest is left to rl-zoo3. The input is not modified (rl-zoo3 saves it to
     ``config.yml``).
 
@@ -465,10 +465,10 @@ def _argv(argv: list[str]) -> Iterator[None]:
         sys.argv = saved
 
 
-USAGE = f"""usage: python -m sb3_dirpg.zoo {{{",".join(RL_ZOO_SCRIPTS)}}} [rl-zoo3 arguments]
+USAGE = f"""usage: python -m sb3_dirpg.integrations.zoo {{{",".join(RL_ZOO_SCRIPTS)}}} [rl-zoo3 arguments]
 
 rl-zoo3 with the algorithms {", ".join(ZOO_ALGOS)} registered ({"/".join(ZOO_ALGOS)} use zoo_hyperparams/ALGO.yml
-by default and --algo defaults to dirpg). `python -m sb3_dirpg.zoo train --help` lists rl-zoo3's flags.
+by default and --algo defaults to dirpg). `python -m sb3_dirpg.integrations.zoo train --help` lists rl-zoo3's flags.
 rl-zoo3's plotting scripts do not check algorithm names: run them with `python -m rl_zoo3.cli`.
 """
 
@@ -487,7 +487,8 @@ def main(argv: list[str] | None = None) -> None:
         raise SystemExit(f"unknown script {script!r}\n{USAGE}")
     register_algorithms()
     args = _with_defaults(args, script)
-    with _argv([f"sb3_dirpg.zoo {script}", *args]), _replaced(rl_zoo3.train, ExperimentManager=DirPGExperimentManager):
+    replaced = _replaced(rl_zoo3.train, ExperimentManager=DirPGExperimentManager)
+    with _argv([f"sb3_dirpg.integrations.zoo {script}", *args]), replaced:
         if script == "train":
             rl_zoo3.train.train()
         else:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import gymnasium as gym
 
-from sb3_dirpg.envs.minigrid import (
+from sb3_dirpg.envs.minigrid.wrappers import (
     DEFAULT_DOOR_REWARD,
     DEFAULT_GOAL_REWARD,
     DEFAULT_PICKUP_REWARD,

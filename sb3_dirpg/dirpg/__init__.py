@@ -1,0 +1,6 @@
+"""Direct Policy Gradients: the algorithm and its policies."""
+
+from sb3_dirpg.dirpg.dirpg import DirPG
+from sb3_dirpg.dirpg.policies import CnnPolicy, MlpPolicy, MultiInputPolicy
+
+__all__ = ["CnnPolicy", "DirPG", "MlpPolicy", "MultiInputPolicy"]

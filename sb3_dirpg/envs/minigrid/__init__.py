@@ -1,0 +1,25 @@
+"""Everything DirPG needs for MiniGrid: the paper's wrappers, the cloner, the paper's network and the MultiRoom bound."""
+
+from sb3_dirpg.envs.minigrid.bound import MultiRoomBound
+from sb3_dirpg.envs.minigrid.cloner import MiniGridCloner
+from sb3_dirpg.envs.minigrid.cnn import MiniGridCNN
+from sb3_dirpg.envs.minigrid.wrappers import (
+    DEFAULT_DOOR_REWARD,
+    DEFAULT_GOAL_REWARD,
+    DEFAULT_PICKUP_REWARD,
+    DirectionImageObs,
+    MiniGridShapedReward,
+    make_minigrid_env,
+)
+
+__all__ = [
+    "DEFAULT_DOOR_REWARD",
+    "DEFAULT_GOAL_REWARD",
+    "DEFAULT_PICKUP_REWARD",
+    "DirectionImageObs",
+    "MiniGridCNN",
+    "MiniGridCloner",
+    "MiniGridShapedReward",
+    "MultiRoomBound",
+    "make_minigrid_env",
+]

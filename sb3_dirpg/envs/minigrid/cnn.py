@@ -1,0 +1,57 @@
+"""The DirPG paper's MiniGrid network, as an SB3 features extractor."""
+
+from __future__ import annotations
+
+import torch as th
+from gymnasium import spaces
+from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
+from torch import nn
+
+
+class MiniGridCNN(BaseFeaturesExtractor):
+    """The DirPG paper's MiniGrid network: conv 3→32→48→64 on the 7×7 egocentric view, concatenated with the
+    one-hot agent direction (features dimension 64 + 4).
+
+    Works on ``Dict(image=Box(7, 7, 3) or Box(3, 7, 7), direction=Discrete(4))`` observations (see
+    :class:`sb3_dirpg.envs.DirectionImageObs`). SB3's ``NatureCNN`` needs images of at least 36×36.
+    Pass ``normalize_images=False`` in ``policy_kwargs`` to feed MiniGrid's small integer codes unscaled.
+
+    :param observation_space: the Dict observation space
+    """
+
+    def __init__(self, observation_space: spaces.Dict) -> None:
+        if not isinstance(observation_space, spaces.Dict) or "image" not in observation_space.spaces:
+            raise ValueError(f"MiniGridCNN needs a Dict observation space with an 'image' key, got {observation_space}")
+        image_shape = observation_space["image"].shape
+        self._channels_last = image_shape[-1] == 3 and image_shape[0] != 3
+        n_channels = image_shape[-1] if self._channels_last else image_shape[0]
+        direction = observation_space.spaces.get("direction")
+        n_direction = int(direction.n) if isinstance(direction, spaces.Discrete) else 0
+        super().__init__(observation_space, features_dim=64 + n_direction)
+        self.cnn = nn.Sequential(
+            nn.Conv2d(n_channels, 32, kernel_size=2),
+            nn.ReLU(),
+            nn.MaxPool2d(2),
+            nn.Conv2d(32, 48, kernel_size=2),
+            nn.ReLU(),
+            nn.Conv2d(48, 64, kernel_size=2),
+            nn.Flatten(),
+        )
+        with th.no_grad():
+            sample = th.zeros(1, *image_shape)
+            n_flat = self.cnn(self._to_channels_first(sample)).shape[1]
+        if n_flat != 64:
+            raise ValueError(f"MiniGridCNN expects a 7x7 view (64 conv features), got image shape {image_shape}")
+        self.n_direction = n_direction
+
+    def _to_channels_first(self, image: th.Tensor) -> th.Tensor:
+        return image.permute(0, 3, 1, 2) if self._channels_last else image
+
+    def forward(self, observations: dict[str, th.Tensor]) -> th.Tensor:
+        """:param observations: preprocessed Dict observation (direction one-hot)
+        :return: features, shape (batch, 64 + 4)"""
+        features = self.cnn(self._to_channels_first(observations["image"].float()))
+        if self.n_direction:
+            # SB3 buffers store a Discrete observation with shape (1,), so its one-hot can arrive as (batch, 1, 4)
+            features = th.cat([features, observations["direction"].float().reshape(features.shape[0], -1)], dim=1)
+        return features
