@@ -347,3 +347,29 @@ def test_ucb_callback_stops_before_the_update() -> None:
     model = UCB("TreePolicy", bandit(), seed=0)
     model.learn(100, callback=StopAfter(7))
     assert model.num_timesteps == 7 and int(model.policy.n_rounds) == 6
+
+
+@pytest.mark.parametrize("cls", [Reinforce, CEM])
+def test_callbacks_see_each_batch_of_rollouts_at_rollout_end(cls) -> None:
+    class BatchLog(BaseCallback):
+        def __init__(self) -> None:
+            super().__init__()
+            self.batches: list[dict] = []
+
+        def _on_step(self) -> bool:
+            return True
+
+        def _on_rollout_end(self) -> None:
+            self.batches.append(dict(self.locals, at=self.model.num_timesteps, updates=self.model._n_updates))
+
+    model = chain_model(cls)
+    log = BatchLog()
+    model.learn(300, callback=log)
+    assert len(log.batches) == model._n_updates >= 2
+    previous_at = 0
+    for index, batch in enumerate(log.batches):
+        rollouts = batch["rollouts"]
+        assert batch["updates"] == index and rollouts.n_episodes == 2 and rollouts.n_rollouts == 10
+        assert batch["at"] - previous_at == rollouts.n_interactions
+        previous_at = batch["at"]
+        assert [info["r"] for info in batch["episode_infos"]] == rollouts.returns().tolist()

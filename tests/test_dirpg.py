@@ -120,6 +120,46 @@ def test_callbacks_fire_and_can_stop_training(tmp_path) -> None:
     assert len(eval_cb.evaluations_timesteps) >= 3 and eval_cb.n_calls >= 60
 
 
+class BatchLog(BaseCallback):
+    """Records what the algorithm hands its callbacks at each rollout end, with the interaction count then."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.starts = 0
+        self.batches: list[dict] = []
+
+    def _on_rollout_start(self) -> None:
+        self.starts += 1
+
+    def _on_step(self) -> bool:
+        return True
+
+    def _on_rollout_end(self) -> None:
+        self.batches.append(dict(self.locals, at=self.model.num_timesteps, updates=self.model._n_updates))
+
+
+@pytest.mark.parametrize("n_workers", [0, 1])
+def test_callbacks_see_each_batch_of_searches_at_rollout_end(n_workers: int) -> None:
+    model = small_model(batch_episodes=4, n_workers=n_workers)
+    log = BatchLog()
+    try:
+        model.learn(600, callback=log)
+    finally:
+        model.close_workers()
+    assert len(log.batches) == log.starts >= 2
+    previous_at = 0
+    for index, batch in enumerate(log.batches):
+        episodes = batch["search"]
+        assert len(episodes) == 4 and len(batch["episode_infos"]) == 4
+        # the batch comes before its update (an unimproved batch makes none), and its interactions are counted by then
+        assert batch["updates"] <= index
+        assert batch["at"] - previous_at == sum(ep.interactions for ep in episodes)
+        previous_at = batch["at"]
+        returns = [info["r"] for info in batch["episode_infos"]]
+        assert returns == [ep.reward_sum_opt for ep in episodes]
+        assert [info["l"] for info in batch["episode_infos"]] == [ep.length_opt for ep in episodes]
+
+
 def test_interrupt_leaves_a_saveable_model(tmp_path) -> None:
     class Interrupt(BaseCallback):
         def _on_step(self) -> bool:

@@ -97,12 +97,14 @@ class RolloutAlgorithm(SimulatorAlgorithm):
         :param callback: the training callback
         :return: False when the callback asked to stop
         """
+        self._start_collection(callback)
         seeds = self._episode_rng.integers(0, 2**31 - 1, size=self.n_batch_episodes).tolist()
         rollouts = self.collect(seeds, callback)
         if rollouts is None:
             return False
         for ret, length, success in zip(rollouts.returns().tolist(), rollouts.lengths.tolist(), rollouts.success.tolist()):
             self._record_episode(ret, length, success)
+        self._end_collection(callback, rollouts=rollouts)
         self.train(rollouts)
         return True
 

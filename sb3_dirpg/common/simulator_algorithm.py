@@ -41,6 +41,13 @@ class SimulatorAlgorithm(BaseAlgorithm):
     ``num_timesteps`` counts every environment interaction; ``callback.on_step()`` is called once per lockstep
     iteration of the collection.
 
+    As in SB3's on-policy algorithms, ``callback.on_rollout_start()`` and ``callback.on_rollout_end()`` frame each
+    batch's collection. At ``on_rollout_end`` the callback's ``locals`` hold ``episode_infos``, one Monitor-style dict
+    (``r``, ``l``, ``t``, ``is_success``) per on-policy episode of the batch, plus what the subclass collected (DirPG:
+    ``search``, the searched episodes; the rollout baselines: ``rollouts``). The update follows. Read the interaction
+    count there from ``self.model.num_timesteps``: the callback's own ``num_timesteps`` is refreshed only by ``on_step``,
+    and search workers' interactions are counted after the last one.
+
     :param policy: policy class or alias (``MlpPolicy``, ``CnnPolicy``, ``MultiInputPolicy``)
     :param env: env, VecEnv (``DummyVecEnv``) or registered env id
     :param learning_rate: learning rate or schedule
@@ -65,6 +72,8 @@ class SimulatorAlgorithm(BaseAlgorithm):
     }
     policy: DirPGPolicy
     DEFAULT_BATCH_EPISODES = 8
+    #: evaluates the policy on raw sub-env observations for the search and the rollouts; a subclass may replace it
+    batched_policy_class: ClassVar[type[BatchedPolicy]] = BatchedPolicy
 
     def __init__(
         self,
@@ -116,6 +125,7 @@ class SimulatorAlgorithm(BaseAlgorithm):
         self.heuristic = heuristic
         self.max_grad_norm = max_grad_norm
         self.simulator: VecSimulator | None = None
+        self._batch_episode_infos: list[dict[str, Any]] = []  # the on-policy episodes of the batch being collected
         if self.env is not None:
             self._check_env_spaces()
         if _init_setup_model:
@@ -240,7 +250,7 @@ class SimulatorAlgorithm(BaseAlgorithm):
         )  # fmt: skip
 
     def _excluded_save_params(self) -> list[str]:
-        return [*super()._excluded_save_params(), "simulator", "_obs_transform"]
+        return [*super()._excluded_save_params(), "simulator", "_obs_transform", "_batch_episode_infos"]
 
     def _get_torch_save_params(self) -> tuple[list[str], list[str]]:
         return ["policy", "policy.optimizer"], []
@@ -252,7 +262,7 @@ class SimulatorAlgorithm(BaseAlgorithm):
         """:return: the policy evaluated on raw sub-env observations (VecEnv observation transforms applied)"""
         if self.simulator is None:
             raise ValueError(f"{type(self).__name__} has no env: pass one to the constructor or call set_env()")
-        return BatchedPolicy(self.policy, self.simulator.simulators[0].observation_space, self._obs_transform)
+        return self.batched_policy_class(self.policy, self.simulator.simulators[0].observation_space, self._obs_transform)
 
     def obs_to_policy_tensor(self, obs: list[Any]) -> th.Tensor | dict[str, th.Tensor]:
         """:param obs: raw observations of single sub-envs
@@ -303,16 +313,37 @@ class SimulatorAlgorithm(BaseAlgorithm):
 
     # -- learning --------------------------------------------------------------------------------------------
 
+    def _start_collection(self, callback: BaseCallback) -> None:
+        """Begin a batch's collection: forget the previous batch's episodes and call ``callback.on_rollout_start()``.
+
+        :param callback: the training callback
+        """
+        self._batch_episode_infos = []
+        callback.on_rollout_start()
+
+    def _end_collection(self, callback: BaseCallback, **collected: Any) -> None:
+        """End a batch's collection: give the callback the batch (``episode_infos`` and ``collected``) through its
+        ``locals``, then call ``callback.on_rollout_end()``.
+
+        :param callback: the training callback
+        :param collected: what the subclass collected, by name
+        """
+        callback.update_locals({"episode_infos": self._batch_episode_infos, **collected})
+        callback.on_rollout_end()
+
     def _record_episode(self, ret: float, length: int, success: bool = False) -> None:
-        """Add one on-policy episode to the ``rollout/`` statistics.
+        """Add one on-policy episode to the ``rollout/`` statistics and to the batch's ``episode_infos``.
 
         :param ret: its undiscounted return
         :param length: its number of steps
         :param success: whether it ended in success (kept only when the env reports ``info["is_success"]``)
         """
-        self.ep_info_buffer.append({"r": ret, "l": length, "t": round(time.time() - self.start_time / 1e9, 6)})
+        info: dict[str, Any] = {"r": ret, "l": length, "t": round(time.time() - self.start_time / 1e9, 6)}
+        self.ep_info_buffer.append(info)
         if self.simulator is not None and self.simulator.reports_success:
             self.ep_success_buffer.append(float(success))
+            info = dict(info, is_success=bool(success))
+        self._batch_episode_infos.append(info)
         self._write_monitor_row(ret, length, success)
         self._episode_num += 1
 

@@ -195,6 +195,7 @@ class DirPG(SimulatorAlgorithm):
         :param callback: the training callback
         :return: False when the callback asked to stop
         """
+        self._start_collection(callback)
         seeds = self.episode_seeds()
         rngs = self._search_rng.spawn(len(seeds))
         if self.n_workers == 0:
@@ -211,6 +212,7 @@ class DirPG(SimulatorAlgorithm):
             raise RuntimeError(f"DirPG: the merged batch holds the episodes {searched}, but {seeds} were submitted")
         self._check_heuristic(batch.episodes)
         self._log_search(batch.episodes)
+        self._end_collection(callback, search=batch.episodes)
         self.train(batch)
         return True
 
@@ -305,6 +307,10 @@ class DirPG(SimulatorAlgorithm):
             self.heuristic_violation = what
 
     def _log_search(self, episodes: list[EpisodeSearch]) -> None:
+        """Record the batch's ``a_opt`` episodes in the ``rollout/`` statistics and log the ``search/`` values.
+
+        :param episodes: the searched episodes of a batch
+        """
         found = [ep for ep in episodes if ep.opt_leaf >= 0]
         if self.stop_on_success and found and self.simulator is not None and not self.simulator.reports_success:
             warnings.warn(

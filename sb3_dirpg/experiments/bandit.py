@@ -35,28 +35,28 @@ from stable_baselines3.common.callbacks import BaseCallback
 from sb3_dirpg import DirPG
 from sb3_dirpg.baselines import UCB
 from sb3_dirpg.experiments.common import experiment_parser, mean_and_spread, plot_band, save_results, setup_run
-from sb3_dirpg.search import EpisodeSearch
 
 NAME = "bandit"
 ENV_ID = "sb3_dirpg/SpanningTreeBandit-v0"
 
 
-class EpisodeLogDirPG(DirPG):
-    """DirPG that also keeps one record per searched episode (in the order searched) in ``episode_log``."""
+class SearchLog(BaseCallback):
+    """Keep one record per searched episode (in the order searched) in ``episodes``."""
 
-    def _setup_model(self) -> None:
-        super()._setup_model()
-        self.episode_log: list[dict[str, Any]] = []
+    def __init__(self) -> None:
+        super().__init__()
+        self.episodes: list[dict[str, Any]] = []
 
-    def _log_search(self, episodes: list[EpisodeSearch]) -> None:
-        """Record each episode's outcome, then log as DirPG does.
+    def _on_step(self) -> bool:
+        """:return: True (never stops training)"""
+        return True
 
-        :param episodes: the batch's searched episodes
-        """
-        for ep in episodes:
+    def _on_rollout_end(self) -> None:
+        """Record each episode of the batch that DirPG hands its callbacks in ``locals["search"]``."""
+        for ep in self.locals["search"]:
             if ep.opt_leaf < 0:
                 continue
-            self.episode_log.append(
+            self.episodes.append(
                 {
                     "return_opt": float(ep.reward_sum_opt),
                     "interactions": int(ep.interactions),
@@ -66,7 +66,6 @@ class EpisodeLogDirPG(DirPG):
                     "interactions_to_improvement": ep.interactions_to_improvement,
                 }
             )
-        super()._log_search(episodes)
 
 
 class RoundRewards(BaseCallback):
@@ -128,16 +127,18 @@ def run_dirpg(env_kwargs: dict[str, Any], seed: int, queries: int, lr: float, bu
         ``interactions_to_improvement`` (nan when not improved)
     """
     env = gym.make(ENV_ID, **env_kwargs)
-    model = EpisodeLogDirPG(
+    search_log = SearchLog()
+    model = DirPG(
         "MlpPolicy", env, learning_rate=lr, epsilon=1.0, search_budget=budget, priority="gumbel", early_stop=True,
         max_episode_steps=env.unwrapped.horizon, policy_kwargs=dict(net_arch=[]), seed=seed, device="cpu",
     )  # fmt: skip
     done = 0
     while done < queries:
         per_query = model.num_timesteps / done if done else env.unwrapped.horizon
-        model.learn(max(1, int((queries - done) * per_query)), reset_num_timesteps=model.num_timesteps == 0)
-        done = sum(e["trajectories"] for e in model.episode_log)
-    log = model.episode_log
+        first = model.num_timesteps == 0
+        model.learn(max(1, int((queries - done) * per_query)), callback=search_log, reset_num_timesteps=first)
+        done = sum(e["trajectories"] for e in search_log.episodes)
+    log = search_log.episodes
     itoi = [np.nan if e["interactions_to_improvement"] is None else e["interactions_to_improvement"] for e in log]
     return {
         "queries": np.cumsum([e["trajectories"] for e in log]),

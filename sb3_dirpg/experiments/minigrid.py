@@ -30,6 +30,7 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
+from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.vec_env import DummyVecEnv
 
@@ -85,38 +86,35 @@ def make_model(method: str, env_id: str, seed: int, settings: dict[str, Any]) ->
     raise ValueError(f"unknown method {method!r}")
 
 
-def attach_recorder(model: SimulatorAlgorithm) -> dict[str, list[float]]:
-    """Record every on-policy episode return (with the interaction count at which it was collected) and, for DirPG,
-    every episode's ``D(a_opt)``, ``D(a_dir)`` and whether the search improved on ``a_opt``.
+class EpisodeRecorder(BaseCallback):
+    """Record every on-policy episode (with the interaction count at which it was collected) and, for DirPG, every
+    searched episode's ``D(a_opt)``, ``D(a_dir)`` and whether the search improved on ``a_opt``.
 
-    :param model: a DirPG or rollout baseline model (its methods are wrapped on the instance)
-    :return: lists ``t``, ``ret``, ``success`` (one entry per sampled trajectory; success is reaching the goal,
-        ``info["is_success"]``) and ``d_t``, ``d_opt``, ``d_dir``, ``improved``
+    ``log`` holds lists ``t``, ``ret``, ``success`` (one entry per sampled trajectory; success is reaching the goal,
+    ``info["is_success"]``) and ``d_t``, ``d_opt``, ``d_dir``, ``improved`` (one entry per searched episode).
     """
-    log: dict[str, list[float]] = {"t": [], "ret": [], "success": [], "d_t": [], "d_opt": [], "d_dir": [], "improved": []}
-    record_episode = model._record_episode
 
-    def recording(ret: float, length: int, success: bool = False) -> None:
-        log["t"].append(model.num_timesteps)
-        log["ret"].append(float(ret))
-        log["success"].append(float(success))
-        record_episode(ret, length, success)
+    def __init__(self) -> None:
+        super().__init__()
+        self.log: dict[str, list[float]] = {k: [] for k in ("t", "ret", "success", "d_t", "d_opt", "d_dir", "improved")}
 
-    model._record_episode = recording  # type: ignore[method-assign]
-    if isinstance(model, DirPG):
-        log_search = model._log_search
+    def _on_step(self) -> bool:
+        """:return: True (never stops training)"""
+        return True
 
-        def logging_search(episodes: list) -> None:
-            for ep in episodes:
-                if ep.opt_leaf >= 0:
-                    log["d_t"].append(model.num_timesteps)
-                    log["d_opt"].append(float(ep.d_opt))
-                    log["d_dir"].append(float(ep.d_dir))
-                    log["improved"].append(float(ep.improved))
-            log_search(episodes)
-
-        model._log_search = logging_search  # type: ignore[method-assign]
-    return log
+    def _on_rollout_end(self) -> None:
+        """Read the batch that the algorithm hands its callbacks at the end of a collection."""
+        log = self.log
+        for info in self.locals["episode_infos"]:
+            log["t"].append(self.model.num_timesteps)
+            log["ret"].append(float(info["r"]))
+            log["success"].append(float(info.get("is_success", False)))
+        for ep in self.locals.get("search", ()):
+            if ep.opt_leaf >= 0:
+                log["d_t"].append(self.model.num_timesteps)
+                log["d_opt"].append(float(ep.d_opt))
+                log["d_dir"].append(float(ep.d_dir))
+                log["improved"].append(float(ep.improved))
 
 
 def binned(t: Sequence[float], values: Sequence[float], edges: np.ndarray) -> list[float]:
@@ -291,8 +289,9 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         for method in methods:
             run_start = time.perf_counter()
             model = make_model(method, settings["env_id"], seed, settings)
-            log = attach_recorder(model)
-            model.learn(settings["interactions"])
+            recorder = EpisodeRecorder()
+            model.learn(settings["interactions"], callback=recorder)
+            log = recorder.log
             run = runs[method]
             run["ret"].append(binned(log["t"], log["ret"], edges))
             run["success"].append(binned(log["t"], log["success"], edges))

@@ -148,9 +148,21 @@ def profile_interaction(work: Workload, batch: int, n: int) -> dict[str, float]:
 
     :return: µs per interaction for each part
     """
-    model = make_dirpg(work, batch)
-    model.simulator.ensure_simulators(batch)
     totals: collections.Counter = collections.Counter()
+
+    class TimedBatchedPolicy(BatchedPolicy):
+        def logits(self, obs: list[Any], masks: np.ndarray) -> np.ndarray:
+            """:return: the logits, timing the forward"""
+            start = time.perf_counter()
+            out = super().logits(obs, masks)
+            totals["policy forward"] += time.perf_counter() - start
+            return out
+
+    class ProfiledDirPG(DirPG):
+        batched_policy_class = TimedBatchedPolicy
+
+    model = make_dirpg(work, batch, cls=ProfiledDirPG)
+    model.simulator.ensure_simulators(batch)
 
     def timed(obj: Any, name: str, key: str) -> None:
         inner = getattr(obj, name)
@@ -171,14 +183,9 @@ def profile_interaction(work: Workload, batch: int, n: int) -> dict[str, float]:
     if model.simulator.heuristic is not None:
         timed(model.simulator, "heuristic", "heuristic")
     timed(model, "train", "update")
-    original_logits = BatchedPolicy.logits
-    timed(BatchedPolicy, "logits", "policy forward")
-    try:
-        start = time.perf_counter()
-        model.learn(n)
-        total = time.perf_counter() - start
-    finally:
-        BatchedPolicy.logits = original_logits
+    start = time.perf_counter()
+    model.learn(n)
+    total = time.perf_counter() - start
     per = {k: v / model.num_timesteps * 1e6 for k, v in totals.items()}
     per["search bookkeeping and logging"] = total / model.num_timesteps * 1e6 - sum(per.values())
     per["total"] = total / model.num_timesteps * 1e6
