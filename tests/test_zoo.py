@@ -22,11 +22,11 @@ from stable_baselines3.common.monitor import load_results
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from sb3_dirpg import DirPG, MiniGridCNN
+from sb3_dirpg.common.callbacks import EvalByInteractions
 from sb3_dirpg.envs.minigrid import MultiRoomBound
 from sb3_dirpg.integrations.zoo import (
     HYPERPARAMS_DIR,
     ZOO_ALGOS,
-    EvalByInteractions,
     _argv,
     _with_defaults,
     main,

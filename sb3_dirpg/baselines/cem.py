@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any, TypeVar
 
 import numpy as np
-import torch as th
 from stable_baselines3.common.type_aliases import GymEnv, Schedule
 
 from sb3_dirpg.baselines.rollout_algorithm import RolloutAlgorithm, check_positive_int
@@ -27,17 +26,8 @@ class CEM(RolloutAlgorithm):
     :param learning_rate: learning rate or schedule
     :param n_rollouts: trajectories sampled per episode (the paper uses 30)
     :param n_elite: best trajectories per episode that the policy imitates, ``1 <= n_elite <= n_rollouts`` (paper: 2)
-    :param batch_episodes: episodes sampled in lockstep per update (None: ``max(8, n_envs)``)
-    :param max_episode_steps: cut trajectories after this many steps (needed when the env has no time limit)
-    :param gamma: discount of the return that ranks the rollouts
-    :param max_grad_norm: clip the gradient norm of each update, or None
-    :param policy_kwargs: keyword arguments of the policy
-    :param stats_window_size: rollouts averaged in ``rollout/`` statistics
-    :param tensorboard_log: tensorboard log folder, or None
-    :param seed: seed of the policy initialisation, the episode seeds and the action samples
-    :param verbose: 0 silent, 1 training logs, 2 debug
-    :param device: torch device
-    :param _init_setup_model: build the networks now (False when loading)
+    :param kwargs: the other arguments of :class:`~sb3_dirpg.baselines.rollout_algorithm.RolloutAlgorithm`
+        (``batch_episodes``, ``max_episode_steps``, ``gamma``, ``max_grad_norm``, ``policy_kwargs``, ``seed``, ...)
     """
 
     def __init__(
@@ -47,40 +37,14 @@ class CEM(RolloutAlgorithm):
         learning_rate: float | Schedule = 1e-3,
         n_rollouts: int = 30,
         n_elite: int = 2,
-        batch_episodes: int | None = None,
-        max_episode_steps: int | None = None,
-        gamma: float = 1.0,
-        max_grad_norm: float | None = None,
-        policy_kwargs: dict[str, Any] | None = None,
-        stats_window_size: int = 100,
-        tensorboard_log: str | None = None,
-        seed: int | None = None,
-        verbose: int = 0,
-        device: th.device | str = "auto",
-        _init_setup_model: bool = True,
+        **kwargs: Any,
     ) -> None:
         check_positive_int("CEM", "n_rollouts", n_rollouts)
         check_positive_int("CEM", "n_elite", n_elite)
         if n_elite > n_rollouts:
             raise ValueError(f"CEM: n_elite must be at most n_rollouts ({n_rollouts}), got {n_elite!r}")
         self.n_elite = int(n_elite)
-        super().__init__(
-            policy,
-            env,
-            n_rollouts,
-            learning_rate=learning_rate,
-            batch_episodes=batch_episodes,
-            max_episode_steps=max_episode_steps,
-            gamma=gamma,
-            max_grad_norm=max_grad_norm,
-            policy_kwargs=policy_kwargs,
-            stats_window_size=stats_window_size,
-            tensorboard_log=tensorboard_log,
-            seed=seed,
-            verbose=verbose,
-            device=device,
-            _init_setup_model=_init_setup_model,
-        )
+        super().__init__(policy, env, n_rollouts, learning_rate=learning_rate, **kwargs)
 
     def elite(self, rollouts: Rollouts) -> np.ndarray:
         """:param rollouts: the sampled trajectories

@@ -31,17 +31,8 @@ class Reinforce(RolloutAlgorithm):
     :param learning_rate: learning rate or schedule
     :param n_rollouts: trajectories sampled per episode (the paper uses 30)
     :param variant: ``"trajectory"`` (whole return) or ``"action"`` (reward-to-go minus the mean-reward baseline)
-    :param batch_episodes: episodes sampled in lockstep per update (None: ``max(8, n_envs)``)
-    :param max_episode_steps: cut trajectories after this many steps (needed when the env has no time limit)
-    :param gamma: discount of the return
-    :param max_grad_norm: clip the gradient norm of each update, or None
-    :param policy_kwargs: keyword arguments of the policy
-    :param stats_window_size: rollouts averaged in ``rollout/`` statistics
-    :param tensorboard_log: tensorboard log folder, or None
-    :param seed: seed of the policy initialisation, the episode seeds and the action samples
-    :param verbose: 0 silent, 1 training logs, 2 debug
-    :param device: torch device
-    :param _init_setup_model: build the networks now (False when loading)
+    :param kwargs: the other arguments of :class:`~sb3_dirpg.baselines.rollout_algorithm.RolloutAlgorithm`
+        (``batch_episodes``, ``max_episode_steps``, ``gamma``, ``max_grad_norm``, ``policy_kwargs``, ``seed``, ...)
     """
 
     def __init__(
@@ -51,38 +42,12 @@ class Reinforce(RolloutAlgorithm):
         learning_rate: float | Schedule = 1e-3,
         n_rollouts: int = 30,
         variant: str = "trajectory",
-        batch_episodes: int | None = None,
-        max_episode_steps: int | None = None,
-        gamma: float = 1.0,
-        max_grad_norm: float | None = None,
-        policy_kwargs: dict[str, Any] | None = None,
-        stats_window_size: int = 100,
-        tensorboard_log: str | None = None,
-        seed: int | None = None,
-        verbose: int = 0,
-        device: th.device | str = "auto",
-        _init_setup_model: bool = True,
+        **kwargs: Any,
     ) -> None:
         if variant not in VARIANTS:
             raise ValueError(f"Reinforce: variant must be one of {VARIANTS}, got {variant!r}")
         self.variant = variant
-        super().__init__(
-            policy,
-            env,
-            n_rollouts,
-            learning_rate=learning_rate,
-            batch_episodes=batch_episodes,
-            max_episode_steps=max_episode_steps,
-            gamma=gamma,
-            max_grad_norm=max_grad_norm,
-            policy_kwargs=policy_kwargs,
-            stats_window_size=stats_window_size,
-            tensorboard_log=tensorboard_log,
-            seed=seed,
-            verbose=verbose,
-            device=device,
-            _init_setup_model=_init_setup_model,
-        )
+        super().__init__(policy, env, n_rollouts, learning_rate=learning_rate, **kwargs)
 
     def train(self, rollouts: Rollouts) -> None:
         """One REINFORCE update, averaged over every rollout of the batch.

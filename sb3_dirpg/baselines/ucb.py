@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 import time
 from typing import Any, ClassVar, TypeVar
 
@@ -10,14 +9,13 @@ import gymnasium as gym
 import numpy as np
 import torch as th
 from gymnasium import spaces
-from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.policies import BasePolicy
 from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback
-from stable_baselines3.common.utils import safe_mean
 from stable_baselines3.common.vec_env import VecEnv
 
 from sb3_dirpg.baselines.tree_policy import TreePolicy
+from sb3_dirpg.common.iterative_algorithm import IterativeAlgorithm
 from sb3_dirpg.envs.spanning_tree import SpanningTreeBanditEnv
 from sb3_dirpg.simulator import strip_monitor
 
@@ -46,7 +44,7 @@ def find_bandit_env(venv: VecEnv) -> gym.Env:
     return strip_monitor(env)
 
 
-class UCB(BaseAlgorithm):
+class UCB(IterativeAlgorithm):
     """Combinatorial UCB on ``SpanningTreeBanditEnv``: each round plays the maximum spanning tree of the UCB scores.
 
     Round ``t`` plays the maximum spanning tree (networkx) of ``u_e = mu_hat_e + exploration * log(t) / c_e`` (the
@@ -227,6 +225,14 @@ class UCB(BaseAlgorithm):
 
     # -- learning --------------------------------------------------------------------------------------------
 
+    def learn_iteration(self, callback: BaseCallback) -> bool:
+        """Play one round (see :meth:`play_round`).
+
+        :param callback: the training callback
+        :return: False when the callback asked to stop
+        """
+        return self.play_round(callback)
+
     def learn(
         self: SelfUCB,
         total_timesteps: int,
@@ -246,43 +252,17 @@ class UCB(BaseAlgorithm):
         :param progress_bar: show a progress bar (``pip install sb3-dirpg[extra]``)
         :return: the trained model
         """
-        if self.env is None:
-            raise ValueError("UCB.learn() needs an env: pass one to the constructor or call set_env()")
+        self.check_can_learn()
         if reset_num_timesteps:
             self.cumulative_regret = 0.0
-        total_timesteps, callback = self._setup_learn(
-            total_timesteps, callback, reset_num_timesteps, tb_log_name, progress_bar
-        )
-        callback.on_training_start(locals(), globals())
-        rounds = 0
-        while self.num_timesteps < total_timesteps:
-            if not self.play_round(callback):
-                break
-            rounds += 1
-            self._update_current_progress_remaining(self.num_timesteps, total_timesteps)
-            if log_interval is not None and rounds % log_interval == 0:
-                self.dump_logs(rounds)
-        callback.on_training_end()
-        return self
+        return super().learn(total_timesteps, callback, log_interval, tb_log_name, reset_num_timesteps, progress_bar)
 
     def greedy_regret(self) -> float:
         """:return: expected regret of the greedy tree by ``mu_hat`` (the tree :meth:`predict` builds)"""
         return self.best_value - float(self.mu[self.policy.tree_mask()].sum())
 
-    def dump_logs(self, rounds: int = 0) -> None:
-        """Write the ``time/``, ``rollout/`` and ``ucb/`` statistics and dump every recorded value.
-
-        :param rounds: rounds played in this ``learn`` call
-        """
-        elapsed = max((time.time_ns() - self.start_time) / 1e9, sys.float_info.epsilon)
-        if self.ep_info_buffer:
-            self.logger.record("rollout/ep_rew_mean", safe_mean([ep["r"] for ep in self.ep_info_buffer]))
+    def record_logs(self) -> None:
+        """Record the ``ucb/`` statistics before each dump."""
         self.logger.record("ucb/cumulative_regret", self.cumulative_regret)
         self.logger.record("ucb/greedy_regret", self.greedy_regret())
         self.logger.record("ucb/n_rounds", int(self.policy.n_rounds), exclude="tensorboard")
-        self.logger.record("time/iterations", rounds, exclude="tensorboard")
-        self.logger.record("time/fps", int((self.num_timesteps - self._num_timesteps_at_start) / elapsed))
-        self.logger.record("time/time_elapsed", int(elapsed), exclude="tensorboard")
-        self.logger.record("time/total_timesteps", self.num_timesteps, exclude="tensorboard")
-        self.logger.record("time/episodes", self._episode_num, exclude="tensorboard")
-        self.logger.dump(step=self.num_timesteps)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import io
 import pathlib
-import sys
 import time
 from abc import abstractmethod
 from typing import Any, ClassVar, TypeVar
@@ -14,17 +13,16 @@ import gymnasium as gym
 import numpy as np
 import torch as th
 from gymnasium import spaces
-from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import BaseCallback, CallbackList
 from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.policies import BasePolicy
 from stable_baselines3.common.save_util import load_from_zip_file
 from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, Schedule
-from stable_baselines3.common.utils import safe_mean
 from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper, VecMonitor
 
 from sb3_dirpg.common.batched_policy import BatchedPolicy, ObservationTransform
 from sb3_dirpg.common.callbacks import InteractionProgressBar
+from sb3_dirpg.common.iterative_algorithm import IterativeAlgorithm
 from sb3_dirpg.common.policies import CnnPolicy, DirPGPolicy, MlpPolicy, MultiInputPolicy
 from sb3_dirpg.common.vec_simulator import VecSimulator, check_vec_env
 from sb3_dirpg.search.protocols import Heuristic, PolicyFunction
@@ -33,7 +31,7 @@ from sb3_dirpg.simulator.cloners import env_name
 SelfSimulatorAlgorithm = TypeVar("SelfSimulatorAlgorithm", bound="SimulatorAlgorithm")
 
 
-class SimulatorAlgorithm(BaseAlgorithm):
+class SimulatorAlgorithm(IterativeAlgorithm):
     """Base class of algorithms that learn from seeded, snapshot-able simulators instead of a rollout buffer.
 
     Each learn iteration draws ``batch_episodes`` episode seeds from the algorithm's seeded RNG, runs the subclass's
@@ -398,62 +396,19 @@ class SimulatorAlgorithm(BaseAlgorithm):
         :return: False when the callback asked to stop (no update is made then)
         """
 
-    def learn(
-        self: SelfSimulatorAlgorithm,
-        total_timesteps: int,
-        callback: MaybeCallback = None,
-        log_interval: int = 1,
-        tb_log_name: str | None = None,
-        reset_num_timesteps: bool = True,
-        progress_bar: bool = False,
-    ) -> SelfSimulatorAlgorithm:
-        """Train for at least ``total_timesteps`` environment interactions.
-
-        :param total_timesteps: interactions to train for (every simulator step counts)
-        :param callback: callback(s) called once per lockstep iteration
-        :param log_interval: dump the logs every this many updates
-        :param tb_log_name: name of the tensorboard run (default: the algorithm's class name)
-        :param reset_num_timesteps: reset ``num_timesteps`` (False to continue a previous run)
-        :param progress_bar: show a progress bar (needs ``tqdm`` and ``rich``: ``pip install sb3-dirpg[extra]``)
-        :return: the trained model
-        """
+    def check_can_learn(self) -> None:
+        """Raise a clear error when there is no env to learn from."""
         if self.simulator is None:
             raise ValueError(f"{type(self).__name__}.learn() needs an env: pass one to the constructor or call set_env()")
-        tb_log_name = type(self).__name__ if tb_log_name is None else tb_log_name
-        total_timesteps, callback = self._setup_learn(
-            total_timesteps, callback, reset_num_timesteps, tb_log_name, progress_bar
-        )
-        callback.on_training_start(locals(), globals())
-        iteration = 0
-        while self.num_timesteps < total_timesteps:
-            self.policy.set_training_mode(True)
-            if not self.collect_and_train(callback):
-                break
-            iteration += 1
-            self._update_current_progress_remaining(self.num_timesteps, total_timesteps)
-            if log_interval is not None and iteration % log_interval == 0:
-                self.dump_logs(iteration)
-        callback.on_training_end()
-        return self
 
-    def dump_logs(self, iteration: int = 0) -> None:
-        """Write the ``time/`` and ``rollout/`` statistics and dump every recorded value.
+    def learn_iteration(self, callback: BaseCallback) -> bool:
+        """Collect one batch of episodes and make one update (see :meth:`collect_and_train`).
 
-        :param iteration: number of updates in this ``learn`` call
+        :param callback: the training callback
+        :return: False when the callback asked to stop
         """
-        elapsed = max((time.time_ns() - self.start_time) / 1e9, sys.float_info.epsilon)
-        fps = int((self.num_timesteps - self._num_timesteps_at_start) / elapsed)
-        self.logger.record("time/iterations", iteration, exclude="tensorboard")
-        if self.ep_info_buffer:
-            self.logger.record("rollout/ep_rew_mean", safe_mean([ep["r"] for ep in self.ep_info_buffer]))
-            self.logger.record("rollout/ep_len_mean", safe_mean([ep["l"] for ep in self.ep_info_buffer]))
-        if self.ep_success_buffer:
-            self.logger.record("rollout/success_rate", safe_mean(self.ep_success_buffer))
-        self.logger.record("time/fps", fps)
-        self.logger.record("time/time_elapsed", int(elapsed), exclude="tensorboard")
-        self.logger.record("time/total_timesteps", self.num_timesteps, exclude="tensorboard")
-        self.logger.record("time/episodes", self._episode_num, exclude="tensorboard")
-        self.logger.dump(step=self.num_timesteps)
+        self.policy.set_training_mode(True)
+        return self.collect_and_train(callback)
 
 
 def _find_monitor(env: gym.Env) -> Monitor | None:

@@ -1,5 +1,5 @@
 """Search worker processes: each holds its own simulators and a copy of the policy, searches a share of the episodes
-of a batch, and sends back only what the update needs (DESIGN §3: learner → weights → workers → episode pairs).
+of a batch, and sends back only what the update needs.
 
 Each episode draws from its own random stream (spawned in the learner), so the outcome of a batch does not depend on
 how its episodes are split between processes.

@@ -41,6 +41,23 @@ def setup_run(args: argparse.Namespace) -> float:
     return time.perf_counter()
 
 
+def scaled_settings(args: argparse.Namespace, quick: dict[str, Any], full: dict[str, Any]) -> dict[str, Any]:
+    """The settings of a run: the paper's scale with ``--full``, else the quick default, then every command-line value
+    given for a setting of the same name.
+
+    :param args: parsed arguments
+    :param quick: the quick default settings
+    :param full: the paper-scale settings (same keys)
+    :return: a new settings dict
+    """
+    settings = dict(full if args.full else quick)
+    for key in settings:
+        value = getattr(args, key, None)
+        if value is not None:
+            settings[key] = value
+    return settings
+
+
 def mean_and_spread(curves: Sequence[Sequence[float]], band: str = "ci95") -> dict[str, list[float]]:
     """Pointwise mean over runs with a spread: a 95% normal confidence band of the mean, or min-max.
 

@@ -28,7 +28,14 @@ import numpy as np
 import torch as th
 
 from sb3_dirpg import DirPG
-from sb3_dirpg.experiments.common import experiment_parser, mean_and_spread, plot_band, save_results, setup_run
+from sb3_dirpg.experiments.common import (
+    experiment_parser,
+    mean_and_spread,
+    plot_band,
+    save_results,
+    scaled_settings,
+    setup_run,
+)
 from sb3_dirpg.experiments.minigrid import make_model
 from sb3_dirpg.search import SearchResult
 
@@ -147,15 +154,11 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     """
     args = build_parser().parse_args(argv)
     started = setup_run(args)
-    if args.full:
-        settings = dict(env_id="MiniGrid-MultiRoom-N6-v0", horizon=100, search_budget=2900, batch_episodes=1,
-                        interactions=3_000_000, checkpoints=15, maps=200, seeds=3)  # fmt: skip
-    else:
-        settings = dict(env_id="MiniGrid-MultiRoom-N2-S4-v0", horizon=40, search_budget=360, batch_episodes=2,
-                        interactions=60_000, checkpoints=3, maps=32, seeds=2)  # fmt: skip
-    for key in ("env_id", "interactions", "checkpoints", "maps", "horizon", "search_budget", "batch_episodes", "seeds"):
-        if getattr(args, key, None) is not None:
-            settings[key] = getattr(args, key)
+    full = dict(env_id="MiniGrid-MultiRoom-N6-v0", horizon=100, search_budget=2900, batch_episodes=1,
+                interactions=3_000_000, checkpoints=15, maps=200, seeds=3)  # fmt: skip
+    quick = dict(env_id="MiniGrid-MultiRoom-N2-S4-v0", horizon=40, search_budget=360, batch_episodes=2,
+                 interactions=60_000, checkpoints=3, maps=32, seeds=2)  # fmt: skip
+    settings = scaled_settings(args, quick, full)
     settings.update(learning_rate=1e-3, early_stop=False, n_rollouts=1, alpha=args.alpha, epsilon=1.0,
                     small_epsilon=args.small_epsilon)  # fmt: skip
     variants = measurement_variants(settings)

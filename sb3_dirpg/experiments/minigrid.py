@@ -39,7 +39,14 @@ from sb3_dirpg.baselines import CEM, Reinforce
 from sb3_dirpg.common.simulator_algorithm import SimulatorAlgorithm
 from sb3_dirpg.envs import make_minigrid_env
 from sb3_dirpg.envs.minigrid import MiniGridCNN, MultiRoomBound
-from sb3_dirpg.experiments.common import experiment_parser, mean_and_spread, plot_band, save_results, setup_run
+from sb3_dirpg.experiments.common import (
+    experiment_parser,
+    mean_and_spread,
+    plot_band,
+    save_results,
+    scaled_settings,
+    setup_run,
+)
 
 POLICY_KWARGS = dict(features_extractor_class=MiniGridCNN, net_arch=[], normalize_images=False)
 HELD_OUT_SEED = 1_000_000_007  # evaluation maps use seeds from here on; training seeds are random 31-bit integers
@@ -227,21 +234,13 @@ def quality_vs_quantity(
 def scale_settings(args: argparse.Namespace) -> dict[str, Any]:
     """:param args: parsed arguments
     :return: the settings of this run (paper scale with ``--full``, else the quick default, then explicit overrides)"""
-    if args.full:
-        settings = dict(env_id="MiniGrid-MultiRoom-N6-v0", horizon=100, search_budget=2900, n_rollouts=30, batch_episodes=1,
-                        interactions=9_000_000, seeds=5, eval_maps=200, hist_maps=50, bins=60,
-                        hist_env="MiniGrid-MultiRoom-N6-v0", hist_horizon=100, hist_budget=2900)  # fmt: skip
-    else:
-        settings = dict(env_id="MiniGrid-MultiRoom-N2-S4-v0", horizon=40, search_budget=360, n_rollouts=10, batch_episodes=2,
-                        interactions=60_000, seeds=2, eval_maps=50, hist_maps=12, bins=12,
-                        hist_env="MiniGrid-MultiRoom-N4-S5-v0", hist_horizon=80, hist_budget=2900)  # fmt: skip
-    settings.update(learning_rate=1e-3, early_stop=False)
-    for key in ("env_id", "horizon", "search_budget", "n_rollouts", "batch_episodes", "interactions", "seeds", "eval_maps",
-                "hist_maps", "bins", "hist_env", "hist_horizon", "hist_budget"):  # fmt: skip
-        value = getattr(args, key, None)
-        if value is not None:
-            settings[key] = value
-    return settings
+    full = dict(env_id="MiniGrid-MultiRoom-N6-v0", horizon=100, search_budget=2900, n_rollouts=30, batch_episodes=1,
+                interactions=9_000_000, seeds=5, eval_maps=200, hist_maps=50, bins=60,
+                hist_env="MiniGrid-MultiRoom-N6-v0", hist_horizon=100, hist_budget=2900)  # fmt: skip
+    quick = dict(env_id="MiniGrid-MultiRoom-N2-S4-v0", horizon=40, search_budget=360, n_rollouts=10, batch_episodes=2,
+                 interactions=60_000, seeds=2, eval_maps=50, hist_maps=12, bins=12,
+                 hist_env="MiniGrid-MultiRoom-N4-S5-v0", hist_horizon=80, hist_budget=2900)  # fmt: skip
+    return dict(scaled_settings(args, quick, full), learning_rate=1e-3, early_stop=False)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -36,7 +36,14 @@ from stable_baselines3 import PPO
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
 
-from sb3_dirpg.experiments.common import experiment_parser, mean_and_spread, plot_band, save_results, setup_run
+from sb3_dirpg.experiments.common import (
+    experiment_parser,
+    mean_and_spread,
+    plot_band,
+    save_results,
+    scaled_settings,
+    setup_run,
+)
 from sb3_dirpg.experiments.minigrid import evaluate_greedy, make_env_fn, make_model, model_predictor
 
 ENVS = ("MiniGrid-MultiRoom-N2-S4-v0", "MiniGrid-MultiRoom-N4-S5-v0", "MiniGrid-DoorKey-5x5-v0")
@@ -169,13 +176,9 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     """
     args = build_parser().parse_args(argv)
     started = setup_run(args)
-    if args.full:
-        settings = dict(interactions=2_000_000, seeds=5, eval_every=50_000, eval_maps=100)
-    else:
-        settings = dict(interactions=48_000, seeds=2, eval_every=8_000, eval_maps=20)
-    for key in ("interactions", "seeds", "eval_every", "eval_maps"):
-        if getattr(args, key, None) is not None:
-            settings[key] = getattr(args, key)
+    full = dict(interactions=2_000_000, seeds=5, eval_every=50_000, eval_maps=100)
+    quick = dict(interactions=48_000, seeds=2, eval_every=8_000, eval_maps=20)
+    settings = scaled_settings(args, quick, full)
     results: dict[str, dict[str, Any]] = {}
     for env_id in args.envs:
         results[env_id] = {}

@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 try:
     import rl_zoo3.enjoy
@@ -40,15 +40,20 @@ except ImportError as _error:  # rl-zoo3 itself, or one of the packages it impor
     raise ImportError(
         f"the rl-zoo3 bridge needs rl-zoo3 and its dependencies ({_error}): pip install sb3-dirpg[zoo]"
     ) from None
-from sb3_contrib.common.maskable.callbacks import MaskableEvalCallback
 from sb3_contrib.common.maskable.utils import get_action_masks, is_masking_supported
 from stable_baselines3.common.base_class import BaseAlgorithm
-from stable_baselines3.common.callbacks import BaseCallback, CheckpointCallback
+from stable_baselines3.common.callbacks import BaseCallback
 from torch import nn
 
 import sb3_dirpg
 from sb3_dirpg.baselines import CEM, Reinforce
-from sb3_dirpg.common.callbacks import InteractionProgressBar
+from sb3_dirpg.common.callbacks import (
+    CheckpointByInteractions,
+    EvalByInteractions,
+    EvalWithMasks,
+    InteractionProgressBar,
+    InteractionSchedule,
+)
 from sb3_dirpg.dirpg import DirPG
 from sb3_dirpg.envs.minigrid import MiniGridCNN
 from sb3_dirpg.integrations.zoo_samplers import CONVERTERS, SAMPLERS, apply_to_entry
@@ -231,56 +236,6 @@ def prepare_hyperparams(hyperparams: dict[str, Any]) -> dict[str, Any]:
 
 
 # -- callbacks that count interactions -------------------------------------------------------------------------
-
-
-class InteractionSchedule:
-    """Mixin that makes an SB3 callback which acts every ``<frequency attribute>`` calls act every that many
-    environment interactions instead.
-
-    rl-zoo3 divides ``--eval-freq`` and ``--save-freq`` by ``n_envs`` because an on-policy step makes ``n_envs``
-    interactions per call; the period in interactions is therefore ``frequency * n_envs`` of the training env.
-    """
-
-    frequency_attribute: ClassVar[str]
-
-    def _init_callback(self) -> None:
-        super()._init_callback()  # type: ignore[misc]
-        frequency = getattr(self, self.frequency_attribute)
-        self._period = max(int(frequency), 0) * self.training_env.num_envs  # type: ignore[attr-defined]
-        self._next_trigger = self.model.num_timesteps + self._period  # type: ignore[attr-defined]
-
-    def _on_step(self) -> bool:
-        if self._period <= 0 or self.num_timesteps < self._next_trigger:  # type: ignore[attr-defined]
-            return True
-        while self._next_trigger <= self.num_timesteps:  # type: ignore[attr-defined]
-            self._next_trigger += self._period
-        frequency = getattr(self, self.frequency_attribute)
-        setattr(self, self.frequency_attribute, 1)  # the base class acts at every call whose number is a multiple of 1
-        try:
-            return super()._on_step()  # type: ignore[misc]
-        finally:
-            setattr(self, self.frequency_attribute, frequency)
-
-
-class EvalWithMasks(MaskableEvalCallback):
-    """sb3-contrib's ``MaskableEvalCallback`` that passes action masks to ``predict`` exactly when the eval env has
-    ``action_masks()`` (SB3's ``EvalCallback``, which rl-zoo3 uses, never does)."""
-
-    def _init_callback(self) -> None:
-        super()._init_callback()
-        self.use_masking = is_masking_supported(self.eval_env)
-
-
-class EvalByInteractions(InteractionSchedule, EvalWithMasks):
-    """:class:`EvalWithMasks` whose ``eval_freq`` counts interactions."""
-
-    frequency_attribute = "eval_freq"
-
-
-class CheckpointByInteractions(InteractionSchedule, CheckpointCallback):
-    """:class:`~stable_baselines3.common.callbacks.CheckpointCallback` whose ``save_freq`` counts interactions."""
-
-    frequency_attribute = "save_freq"
 
 
 class TrialEvalByInteractions(InteractionSchedule, TrialEvalCallback, EvalWithMasks):

@@ -13,6 +13,7 @@ sign of the entry's ε).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import optuna
@@ -104,6 +105,25 @@ def convert_rollout_params(params: dict[str, Any]) -> dict[str, Any]:
     return _net_arch(params)
 
 
+def _rollout_params(
+    trial: optuna.Trial, sample_specific: Callable[[optuna.Trial], dict[str, Any]], defaults: dict[str, Any] | None
+) -> dict[str, Any]:
+    """Sample what the rollout baselines share (learning rate, rollouts per episode, MLP head) and their own values.
+
+    :param trial: the optuna trial
+    :param sample_specific: samples the algorithm's own values (called between the shared ones, in a fixed order)
+    :param defaults: the entry's preprocessed hyperparameters, or None
+    :return: keyword arguments
+    """
+    params = {
+        "learning_rate": trial.suggest_float("learning_rate", 1e-4, 3e-2, log=True),
+        "n_rollouts": trial.suggest_categorical("n_rollouts", N_ROLLOUTS),
+        **sample_specific(trial),
+        "net_arch": trial.suggest_categorical("net_arch", list(NET_ARCHS)),
+    }
+    return apply_to_entry(convert_rollout_params(params), defaults or {})
+
+
 def sample_reinforce_params(
     trial: optuna.Trial,
     n_actions: int,
@@ -120,13 +140,7 @@ def sample_reinforce_params(
     :param defaults: the entry's preprocessed hyperparameters, or None
     :return: Reinforce keyword arguments
     """
-    params = {
-        "learning_rate": trial.suggest_float("learning_rate", 1e-4, 3e-2, log=True),
-        "n_rollouts": trial.suggest_categorical("n_rollouts", N_ROLLOUTS),
-        "variant": trial.suggest_categorical("variant", ["trajectory", "action"]),
-        "net_arch": trial.suggest_categorical("net_arch", list(NET_ARCHS)),
-    }
-    return apply_to_entry(convert_rollout_params(params), defaults or {})
+    return _rollout_params(trial, lambda t: {"variant": t.suggest_categorical("variant", ["trajectory", "action"])}, defaults)
 
 
 def sample_cem_params(
@@ -145,13 +159,7 @@ def sample_cem_params(
     :param defaults: the entry's preprocessed hyperparameters, or None
     :return: CEM keyword arguments
     """
-    params = {
-        "learning_rate": trial.suggest_float("learning_rate", 1e-4, 3e-2, log=True),
-        "n_rollouts": trial.suggest_categorical("n_rollouts", N_ROLLOUTS),
-        "n_elite": trial.suggest_categorical("n_elite", [1, 2, 4]),
-        "net_arch": trial.suggest_categorical("net_arch", list(NET_ARCHS)),
-    }
-    return apply_to_entry(convert_rollout_params(params), defaults or {})
+    return _rollout_params(trial, lambda t: {"n_elite": t.suggest_categorical("n_elite", [1, 2, 4])}, defaults)
 
 
 SAMPLERS = {"dirpg": sample_dirpg_params, "reinforce": sample_reinforce_params, "cem": sample_cem_params}
