@@ -15,8 +15,7 @@ from stable_baselines3.common.vec_env import DummyVecEnv
 from sb3_dirpg.baselines import CEM, UCB, Reinforce, collect_rollouts
 from sb3_dirpg.baselines.ucb import find_bandit_env
 from sb3_dirpg.envs import SpanningTreeBanditEnv
-
-torch.set_num_threads(1)
+from tests.helpers import StopAfter
 
 TARGET = (1, 0, 1, 1, 0, 1)  # the optimal actions of the chain; step 2 is forced (only action 1 is legal)
 FORCED_STEP = 2
@@ -75,15 +74,6 @@ def chain_model(cls, **kwargs):
     settings = dict(learning_rate=0.05, n_rollouts=10, batch_episodes=2, policy_kwargs=dict(net_arch=[]), seed=0)
     settings.update(kwargs)
     return cls("MlpPolicy", chain_vec_env(), **settings)
-
-
-class StopAfter(BaseCallback):
-    def __init__(self, n_calls: int) -> None:
-        super().__init__()
-        self.limit = n_calls
-
-    def _on_step(self) -> bool:
-        return self.n_calls < self.limit
 
 
 class Collect(BaseCallback):

@@ -16,23 +16,12 @@ from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecNorm
 
 from sb3_dirpg import DirPG, MiniGridCNN
 from sb3_dirpg.envs import make_minigrid_env
-from tests.toy_envs import LeakyEnv, LockedEnv, MaskedChainEnv, NoTimeLimitEnv, SparseChainEnv
-
-th.set_num_threads(1)
-
-
-def chain(length: int = 6) -> gym.Env:
-    return TimeLimit(SparseChainEnv(length), length)
+from tests.helpers import LeakyEnv, LockedEnv, MaskedChainEnv, NoTimeLimitEnv, SparseChainEnv, StopAfter, chain
+from tests.helpers import small_dirpg as small_model
 
 
 def masked_chain() -> gym.Env:
     return ActionMasker(TimeLimit(MaskedChainEnv(4), 4), lambda env: env.unwrapped.legal())
-
-
-def small_model(env: gym.Env | None = None, **kwargs) -> DirPG:
-    settings = dict(seed=0, search_budget=64, learning_rate=1e-2, batch_episodes=8, policy_kwargs=dict(net_arch=[16]))
-    settings.update(kwargs)
-    return DirPG("MlpPolicy", env or chain(), **settings)
 
 
 def greedy_actions(model: DirPG, length: int = 6) -> list[int]:
@@ -98,15 +87,6 @@ def test_same_seed_same_parameters() -> None:
     other = small_model(seed=4)
     other.learn(2_000)
     assert not th.equal(params[0], th.nn.utils.parameters_to_vector(other.policy.parameters()))
-
-
-class StopAfter(BaseCallback):
-    def __init__(self, n_calls: int) -> None:
-        super().__init__()
-        self.limit = n_calls
-
-    def _on_step(self) -> bool:
-        return self.n_calls < self.limit
 
 
 def test_callbacks_fire_and_can_stop_training(tmp_path) -> None:

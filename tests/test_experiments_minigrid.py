@@ -5,7 +5,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from sb3_dirpg.experiments import control_variate, minigrid, vs_ppo
+
+pytestmark = pytest.mark.integration
 
 TINY_ENV = "MiniGrid-MultiRoom-N2-S4-v0"
 

@@ -10,6 +10,8 @@ import pytest
 
 from sb3_dirpg.experiments import bandit, deepsea_risk, gaussian_choice
 
+pytestmark = pytest.mark.integration
+
 
 def _read(out: Path, name: str) -> dict:
     """:param out: output folder

@@ -8,7 +8,6 @@ import warnings
 import gymnasium as gym
 import numpy as np
 import pytest
-import torch as th
 from gymnasium.wrappers import TimeLimit
 from sb3_contrib.common.wrappers import ActionMasker
 from stable_baselines3 import PPO
@@ -16,19 +15,13 @@ from stable_baselines3 import PPO
 from sb3_dirpg import DirPG
 from sb3_dirpg.common.vec_simulator import VecSimulator
 from sb3_dirpg.simulator import SimulatorWrapper
-from tests.toy_envs import MaskedChainEnv, PoisonedChainEnv, SparseChainEnv
+from tests.helpers import MaskedChainEnv, PoisonedChainEnv, chain, small_dirpg
 
-th.set_num_threads(1)
-
-
-def chain(length: int = 4) -> gym.Env:
-    return TimeLimit(SparseChainEnv(length), length)
+GUARD_SETTINGS = dict(search_budget=16, batch_episodes=4, policy_kwargs=dict(net_arch=[8]))
 
 
 def small_model(env: gym.Env | None = None, **kwargs) -> DirPG:
-    settings = dict(seed=0, search_budget=16, learning_rate=1e-2, batch_episodes=4, policy_kwargs=dict(net_arch=[8]))
-    settings.update(kwargs)
-    return DirPG("MlpPolicy", env or chain(), **settings)
+    return small_dirpg(env or chain(4), **{**GUARD_SETTINGS, **kwargs})
 
 
 # -- non-finite rewards and observations ---------------------------------------------------------------------

@@ -14,7 +14,7 @@ from sb3_dirpg.baselines import CEM
 from sb3_dirpg.envs import SpanningTreeBanditEnv, make_minigrid_env
 from sb3_dirpg.integrations.ppo import ppo_from_dirpg
 
-torch.set_num_threads(1)
+pytestmark = pytest.mark.integration
 
 
 def _random_obs(space, n: int):

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import torch
 import yaml
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.vec_env import DummyVecEnv
@@ -20,7 +19,8 @@ from sb3_dirpg.envs.minigrid import MultiRoomBound
 from sb3_dirpg.experiments import multiroom
 from sb3_dirpg.integrations.zoo import HYPERPARAMS_DIR, prepare_hyperparams
 
-torch.set_num_threads(1)
+pytestmark = pytest.mark.integration
+
 N6 = "MiniGrid-MultiRoom-N6-v0"
 ZOO_ONLY = ("n_timesteps", "policy", "env_wrapper", "env_kwargs")
 

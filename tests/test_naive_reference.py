@@ -4,14 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-import torch as th
 
 from sb3_dirpg import DirPG, MiniGridCNN
 from sb3_dirpg.envs import make_minigrid_env
 from sb3_dirpg.envs.minigrid import MultiRoomBound
 from tests.reference.naive_search import NaiveDirPG, naive_search
-
-th.set_num_threads(1)
 
 
 def compare(model: DirPG, seeds: list[int]) -> None:

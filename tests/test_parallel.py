@@ -15,7 +15,7 @@ from sb3_dirpg.common.worker_pool import SearchWorkerPool, WorkerError, split_ba
 from sb3_dirpg.envs import make_minigrid_env
 from sb3_dirpg.envs.minigrid import MiniGridCNN
 
-th.set_num_threads(1)
+pytestmark = pytest.mark.integration
 
 
 def params(model: DirPG) -> th.Tensor:

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from sb3_dirpg.experiments import throughput
+
+pytestmark = pytest.mark.integration
 
 
 def test_throughput_module_runs_and_writes_json(tmp_path) -> None:

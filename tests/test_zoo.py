@@ -37,7 +37,8 @@ from sb3_dirpg.integrations.zoo import (
 )
 from sb3_dirpg.integrations.zoo_samplers import SAMPLERS, apply_to_entry
 
-torch.set_num_threads(1)
+pytestmark = pytest.mark.integration
+
 REPO = Path(__file__).resolve().parents[1]
 QUIET = ["--seed", "0", "--num-threads", "1", "--verbose", "0"]
 
@@ -293,7 +294,7 @@ def test_episodes_are_written_to_the_monitor_files(tmp_path, algo: str) -> None:
 
 
 def test_enjoy_plays_with_the_env_action_masks(tmp_path, capsys) -> None:
-    from tests.toy_envs import MaskableChainEnv
+    from tests.helpers import MaskableChainEnv
 
     env_id = "MaskableChainTest-v0"
     if env_id not in gym.registry:

@@ -1,4 +1,4 @@
-"""Small gymnasium envs used by the integration tests."""
+"""What several test modules share: small gymnasium envs, DirPG models on them, and callbacks."""
 
 from __future__ import annotations
 
@@ -8,6 +8,10 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
+from gymnasium.wrappers import TimeLimit
+from stable_baselines3.common.callbacks import BaseCallback
+
+from sb3_dirpg import DirPG
 
 
 class SparseChainEnv(gym.Env):
@@ -124,3 +128,31 @@ class MaskableChainEnv(MaskedChainEnv):
 
     def action_masks(self) -> np.ndarray:
         return self.legal()
+
+
+def chain(length: int = 6) -> gym.Env:
+    """:param length: chain length
+    :return: a sparse chain cut at ``length`` steps"""
+    return TimeLimit(SparseChainEnv(length), length)
+
+
+def small_dirpg(env: gym.Env | None = None, **kwargs: Any) -> DirPG:
+    """:param env: the env (default: a chain of 6)
+    :param kwargs: DirPG arguments that replace the small defaults
+    :return: a small, seeded DirPG model"""
+    settings: dict[str, Any] = dict(
+        seed=0, search_budget=64, learning_rate=1e-2, batch_episodes=8, policy_kwargs=dict(net_arch=[16])
+    )
+    settings.update(kwargs)
+    return DirPG("MlpPolicy", env or chain(), **settings)
+
+
+class StopAfter(BaseCallback):
+    """Stops training at its ``n_calls``-th call."""
+
+    def __init__(self, n_calls: int) -> None:
+        super().__init__()
+        self.limit = n_calls
+
+    def _on_step(self) -> bool:
+        return self.n_calls < self.limit
