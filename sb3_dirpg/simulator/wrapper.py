@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import copy
 import operator
-from collections import deque
 from typing import Any, SupportsFloat
 
 import gymnasium as gym
@@ -13,6 +12,7 @@ from gymnasium.envs.registration import EnvSpec
 from gymnasium.wrappers import OrderEnforcing, PassiveEnvChecker, TimeLimit
 
 from sb3_dirpg.simulator.cloners import DeepcopyCloner, env_name
+from sb3_dirpg.simulator.copy_utils import MISSING, copy1
 from sb3_dirpg.simulator.registry import (
     Cloner,
     NondeterministicEnvError,
@@ -22,9 +22,7 @@ from sb3_dirpg.simulator.registry import (
     register_wrapper_attrs,
 )
 
-_MISSING = object()
 _SKIP = object()
-_COPY_TYPES = (np.ndarray, list, dict, set, deque)
 # Attributes of wrapper layers that never hold episode state.
 _LAYER_STATIC_NAMES = frozenset(
     {
@@ -43,12 +41,6 @@ _LAYER_STATIC_NAMES = frozenset(
 _LAYER_STATIC_TYPES = (gym.Env, gym.spaces.Space, EnvSpec, type)
 _SIMPLE_TYPES = (int, float, bool, str, bytes, type(None), np.generic)
 _FINGERPRINT_MAX_ITEMS = 4096
-
-
-def _copy1(value: Any) -> Any:
-    """:param value: a value to save or to put back
-    :return: a one-level copy of containers and numpy arrays, the value itself otherwise"""
-    return value.copy() if type(value) in _COPY_TYPES else value
 
 
 def _layers(env: gym.Env) -> list[gym.Wrapper]:
@@ -97,22 +89,22 @@ class _LayerSaver:
             try:
                 return self.names, self.getter(d)
             except KeyError:  # a declared attribute is not set (yet)
-                return self.names, tuple([d.get(name, _MISSING) for name in self.names])
+                return self.names, tuple([d.get(name, MISSING) for name in self.names])
         if self.generic and len(d) != self.n_keys:  # attributes were added since the names were computed
             self.names = self._generic_names()
             self.n_keys = len(d)
         names = self.names
-        return names, tuple([_copy1(d.get(name, _MISSING)) for name in names])
+        return names, tuple([copy1(d.get(name, MISSING)) for name in names])
 
     def restore(self, saved: tuple[tuple[str, ...], tuple[Any, ...]]) -> None:
         """:param saved: a value returned by :meth:`save`"""
         d = self.layer.__dict__
         copy_values = self.generic
         for name, value in zip(*saved):
-            if value is _MISSING:
+            if value is MISSING:
                 d.pop(name, None)
             else:
-                d[name] = _copy1(value) if copy_values else value
+                d[name] = copy1(value) if copy_values else value
 
 
 def _save_rng(base: gym.Env) -> tuple[np.random.Generator, dict[str, Any]] | None:
@@ -348,7 +340,7 @@ class SimulatorWrapper(gym.Wrapper):
         result = self.env.step(action)
         self._done = bool(result[2] or result[3])
         if self._replay:
-            self._prefix = (_copy1(action), self._prefix)
+            self._prefix = (copy1(action), self._prefix)
         return result
 
     # ------------------------------------------------------------------ simulator API
@@ -559,8 +551,8 @@ class SimulatorWrapper(gym.Wrapper):
         self.restore(path.snapshots[index])
         current = self._sim_base.__dict__
         for name, expected in path.fingerprints[index].items():
-            got = current.get(name, _MISSING)
-            diff = (name, "the attribute is missing") if got is _MISSING else _first_difference(got, expected, name)
+            got = current.get(name, MISSING)
+            diff = (name, "the attribute is missing") if got is MISSING else _first_difference(got, expected, name)
             if diff is not None:
                 raise self._mismatch(
                     f"attribute {diff[0]!r} of the unwrapped env",
