@@ -21,6 +21,7 @@ from sb3_dirpg.simulator.registry import (
     find_wrapper_attrs,
     register_wrapper_attrs,
 )
+from sb3_dirpg.simulator.unwrap import refuse_monitor, wrapper_layers
 
 _SKIP = object()
 # Attributes of wrapper layers that never hold episode state.
@@ -41,16 +42,6 @@ _LAYER_STATIC_NAMES = frozenset(
 _LAYER_STATIC_TYPES = (gym.Env, gym.spaces.Space, EnvSpec, type)
 _SIMPLE_TYPES = (int, float, bool, str, bytes, type(None), np.generic)
 _FINGERPRINT_MAX_ITEMS = 4096
-
-
-def _layers(env: gym.Env) -> list[gym.Wrapper]:
-    """:param env: an env chain
-    :return: its wrapper layers, outermost first (the unwrapped env excluded)"""
-    layers = []
-    while isinstance(env, gym.Wrapper):
-        layers.append(env)
-        env = env.env
-    return layers
 
 
 class _LayerSaver:
@@ -278,8 +269,8 @@ class SimulatorWrapper(gym.Wrapper):
 
     def __init__(self, env: gym.Env, cloner: Cloner | str | None = None, self_check: bool = True) -> None:
         super().__init__(env)
-        layers = _layers(env)
-        _refuse_monitor(env, layers)
+        layers = wrapper_layers(env)
+        refuse_monitor(env, layers)
         self._sim_base = env.unwrapped
         self._replay = False
         resolved: Cloner | None
@@ -603,21 +594,6 @@ class SimulatorWrapper(gym.Wrapper):
         return NondeterministicEnvError(
             f"{name}: snapshot/restore is not exact: {field} differed {when} "
             f"({detail}). {advice}"
-        )
-
-
-def _refuse_monitor(env: gym.Env, layers: list[gym.Wrapper]) -> None:
-    """:param env: the env chain
-    :param layers: its wrapper layers
-    :raises ValueError: when a layer is SB3's ``Monitor``"""
-    try:
-        from stable_baselines3.common.monitor import Monitor
-    except ImportError:  # pragma: no cover - SB3 is a dependency
-        return
-    if any(isinstance(layer, Monitor) for layer in layers):
-        raise ValueError(
-            f"{env_name(env)}: the env chain contains stable_baselines3's Monitor. Search steps must not be recorded as "
-            "episodes: wrap sb3_dirpg.simulator.strip_monitor(env) instead (it returns the same chain without Monitor)."
         )
 
 
