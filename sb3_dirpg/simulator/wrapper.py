@@ -3,119 +3,22 @@
 from __future__ import annotations
 
 import copy
-import operator
 from typing import Any, SupportsFloat
 
 import gymnasium as gym
 import numpy as np
-from gymnasium.envs.registration import EnvSpec
-from gymnasium.wrappers import OrderEnforcing, PassiveEnvChecker, TimeLimit
+from gymnasium.wrappers import TimeLimit
 
+from sb3_dirpg.simulator.chain_copy import CopyingChainCloner
 from sb3_dirpg.simulator.cloners import DeepcopyCloner, env_name
-from sb3_dirpg.simulator.copy_utils import MISSING, copy1
-from sb3_dirpg.simulator.registry import (
-    Cloner,
-    NondeterministicEnvError,
-    NotClonableError,
-    find_cloner,
-    find_wrapper_attrs,
-    register_wrapper_attrs,
-)
+from sb3_dirpg.simulator.copy_utils import MISSING
+from sb3_dirpg.simulator.registry import ChainCloner, Cloner, NondeterministicEnvError, NotClonableError, find_cloner
+from sb3_dirpg.simulator.replay import ReplayCloner
 from sb3_dirpg.simulator.unwrap import refuse_monitor, wrapper_layers
 
 _SKIP = object()
-# Attributes of wrapper layers that never hold episode state.
-_LAYER_STATIC_NAMES = frozenset(
-    {
-        "env",
-        "_action_space",
-        "_observation_space",
-        "_metadata",
-        "_cached_spec",
-        "_saved_kwargs",
-        "_reward_range",
-        "_max_episode_steps",
-        "_disable_render_order_enforcing",
-        "_action_mask_fn",
-    }
-)
-_LAYER_STATIC_TYPES = (gym.Env, gym.spaces.Space, EnvSpec, type)
 _SIMPLE_TYPES = (int, float, bool, str, bytes, type(None), np.generic)
 _FINGERPRINT_MAX_ITEMS = 4096
-
-
-class _LayerSaver:
-    """Saves and restores the state attributes of one wrapper layer.
-
-    Declared attributes (see :func:`~sb3_dirpg.simulator.register_wrapper_attrs`) are read with one ``itemgetter``
-    call and kept by reference (they should hold immutable values); the attributes of undeclared layers are found
-    by inspection and containers among them are copied one level deep.
-
-    :param layer: the wrapper layer
-    """
-
-    __slots__ = ("layer", "names", "generic", "n_keys", "getter")
-
-    def __init__(self, layer: gym.Wrapper) -> None:
-        self.layer = layer
-        declared = find_wrapper_attrs(layer)
-        self.generic = declared is None
-        self.names: tuple[str, ...] = self._generic_names() if declared is None else declared
-        self.n_keys = len(layer.__dict__)
-        # itemgetter with one name returns the value itself: always ask for a tuple
-        self.getter = operator.itemgetter(*self.names, *self.names[:1]) if self.names and not self.generic else None
-
-    def _generic_names(self) -> tuple[str, ...]:
-        """:return: the instance attributes of an undeclared layer that may hold state"""
-        return tuple(
-            k
-            for k, v in vars(self.layer).items()
-            if k not in _LAYER_STATIC_NAMES and not isinstance(v, _LAYER_STATIC_TYPES) and not callable(v)
-        )
-
-    def save(self) -> tuple[tuple[str, ...], tuple[Any, ...]]:
-        """:return: the attribute names and their values"""
-        d = self.layer.__dict__
-        if self.getter is not None:
-            try:
-                return self.names, self.getter(d)
-            except KeyError:  # a declared attribute is not set (yet)
-                return self.names, tuple([d.get(name, MISSING) for name in self.names])
-        if self.generic and len(d) != self.n_keys:  # attributes were added since the names were computed
-            self.names = self._generic_names()
-            self.n_keys = len(d)
-        names = self.names
-        return names, tuple([copy1(d.get(name, MISSING)) for name in names])
-
-    def restore(self, saved: tuple[tuple[str, ...], tuple[Any, ...]]) -> None:
-        """:param saved: a value returned by :meth:`save`"""
-        d = self.layer.__dict__
-        copy_values = self.generic
-        for name, value in zip(*saved):
-            if value is MISSING:
-                d.pop(name, None)
-            else:
-                d[name] = copy1(value) if copy_values else value
-
-
-def _save_rng(base: gym.Env) -> tuple[np.random.Generator, dict[str, Any]] | None:
-    """:param base: the unwrapped env
-    :return: its RNG and the RNG's bit-generator state, or None when the env has not created its RNG"""
-    rng = base.__dict__.get("_np_random")
-    if rng is None:
-        return None
-    return rng, rng.bit_generator.state
-
-
-def _restore_rng(base: gym.Env, saved: tuple[np.random.Generator, dict[str, Any]] | None) -> None:
-    """:param base: the unwrapped env
-    :param saved: a value returned by :func:`_save_rng`"""
-    if saved is None:
-        base.__dict__["_np_random"] = None
-    else:
-        rng, state = saved
-        base.__dict__["_np_random"] = rng
-        rng.bit_generator.state = state
 
 
 class Snapshot:
@@ -124,23 +27,17 @@ class Snapshot:
     A snapshot can only be restored into the wrapper that made it. Restoring it does not consume it.
     """
 
-    __slots__ = ("_owner", "_base", "_rng", "_layers", "_done", "_replay")
+    __slots__ = ("_owner", "_state", "_done", "_label")
 
-    def __init__(
-        self,
-        owner: object,
-        base: Any,
-        rng: Any,
-        layers: tuple[Any, ...] | None,
-        done: bool,
-        replay: tuple[Any, Any] | None,
-    ) -> None:
+    def __init__(self, owner: object, state: Any, done: bool, label: str) -> None:
+        """:param owner: the token of the wrapper that made it
+        :param state: the chain's state, from the wrapper's chain cloner
+        :param done: whether the last step before it ended the episode
+        :param label: the kind of snapshot, for the repr"""
         self._owner = owner
-        self._base = base
-        self._rng = rng
-        self._layers = layers
+        self._state = state
         self._done = done
-        self._replay = replay
+        self._label = label
 
     @property
     def done(self) -> bool:
@@ -148,8 +45,7 @@ class Snapshot:
         return self._done
 
     def __repr__(self) -> str:
-        kind = "replay" if self._replay is not None else "clone"
-        return f"<Snapshot {kind}{' done' if self._done else ''}>"
+        return f"<Snapshot {self._label}{' done' if self._done else ''}>"
 
 
 def _fingerprint_value(value: Any, depth: int = 0) -> Any:
@@ -261,9 +157,11 @@ class SimulatorWrapper(gym.Wrapper):
 
     :param env: the env to wrap; its chain must not contain SB3's ``Monitor`` (see :func:`strip_monitor`)
     :param cloner: how to copy the unwrapped env: None (the cloner registered for the env class, else ``"deepcopy"``),
-        ``"deepcopy"`` (deepcopy of the env's attributes, static objects shared), ``"replay"`` (a snapshot is the
-        reset seed and the action prefix; restoring resets and replays the actions), or a
-        :class:`~sb3_dirpg.simulator.Cloner` instance
+        ``"deepcopy"`` (deepcopy of the env's attributes, static objects shared), ``"replay"`` (a
+        :class:`~sb3_dirpg.simulator.ReplayCloner`: a snapshot is the reset seed and the action prefix; restoring
+        resets and replays the actions), or a :class:`~sb3_dirpg.simulator.Cloner` instance. A
+        :class:`~sb3_dirpg.simulator.ChainCloner` (such as the replay cloner) covers the whole chain instead, RNG and
+        layers included; the wrapper keeps the instance its ``for_chain`` returns as ``cloner``.
     :param self_check: run :meth:`check_determinism` on the first ``snapshot()`` of a non-terminal state
     """
 
@@ -272,27 +170,16 @@ class SimulatorWrapper(gym.Wrapper):
         layers = wrapper_layers(env)
         refuse_monitor(env, layers)
         self._sim_base = env.unwrapped
-        self._replay = False
-        resolved: Cloner | None
-        if cloner is None:
-            resolved = find_cloner(env) or DeepcopyCloner()
-        elif isinstance(cloner, str):
-            if cloner == "deepcopy":
-                resolved = DeepcopyCloner()
-            elif cloner == "replay":
-                resolved = None
-                self._replay = True
-            else:
-                raise ValueError(f"SimulatorWrapper: unknown cloner {cloner!r}; use None, 'deepcopy', 'replay' or a Cloner")
-        elif isinstance(cloner, Cloner):
-            resolved = cloner
+        resolved = _resolve_cloner(env, cloner)
+        # how the whole chain is snapshotted: a ChainCloner does it all, a plain Cloner is combined with the RNG and layers
+        chain_cloner: ChainCloner
+        if isinstance(resolved, ChainCloner):
+            chain_cloner = resolved = resolved.for_chain(env)
         else:
-            raise TypeError(f"SimulatorWrapper: cloner must be None, 'deepcopy', 'replay' or a Cloner, got {cloner!r}")
+            chain_cloner = CopyingChainCloner(resolved, env)
         self.cloner = resolved
         self.cloner_spec = cloner  # what the user asked for, to build equivalent wrappers
-        if isinstance(resolved, DeepcopyCloner):
-            resolved.snapshot(self._sim_base)  # fail now (NotClonableError) rather than in the middle of a search
-        self._savers = tuple(saver for saver in map(_LayerSaver, layers) if saver.generic or saver.names)
+        self._chain_cloner = chain_cloner
         self._layer_list = layers
         self._mask_fn = _find_action_masks(env, layers)
         self._all_legal = _all_legal_mask(env.action_space)
@@ -300,26 +187,17 @@ class SimulatorWrapper(gym.Wrapper):
         self._has_reset = False
         self._done = False
         self._token = object()
-        # (seed, options, RNG state before reset) of the current episode, and the actions since, as a cons list
-        self._root: tuple[int | None, dict[str, Any] | None, Any] | None = None
-        self._prefix: tuple[Any, Any] | None = None
 
     # ------------------------------------------------------------------ gym API
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
-        """Reset the env (and remember ``seed`` and ``options`` for the replay cloner).
+        """Reset the env (the cloner sees ``seed`` and ``options`` first: the replay cloner records them).
 
         :param seed: the seed of the episode
         :param options: reset options
         :return: the first observation and the info dict
         """
-        pre_rng = None
-        if self._replay and seed is None:
-            pre_rng = _save_rng(self._sim_base)
-            if pre_rng is None:  # the env would seed itself from OS entropy: draw the seed here so it can be replayed
-                seed = int(np.random.SeedSequence().generate_state(1)[0])
-        self._root = (seed, copy.deepcopy(options), pre_rng)
-        self._prefix = None
+        seed = self._chain_cloner.before_reset(self.env, seed, options)
         result = self.env.reset(seed=seed, options=options)
         self._has_reset = True
         self._done = False
@@ -330,8 +208,7 @@ class SimulatorWrapper(gym.Wrapper):
         :return: observation, reward, terminated, truncated, info"""
         result = self.env.step(action)
         self._done = bool(result[2] or result[3])
-        if self._replay:
-            self._prefix = (copy1(action), self._prefix)
+        self._chain_cloner.after_step(action)
         return result
 
     # ------------------------------------------------------------------ simulator API
@@ -351,19 +228,8 @@ class SimulatorWrapper(gym.Wrapper):
 
     def _snapshot(self) -> Snapshot:
         """:return: a snapshot, without the first-use self-check"""
-        if self._replay:
-            if self._root is None:
-                raise RuntimeError("SimulatorWrapper.snapshot(): call reset() on the SimulatorWrapper first")
-            return Snapshot(self._token, None, None, None, self._done, (self._root, self._prefix))
-        base = self._sim_base
-        return Snapshot(
-            self._token,
-            self.cloner.snapshot(base),
-            _save_rng(base),
-            tuple([saver.save() for saver in self._savers]),
-            self._done,
-            None,
-        )
+        chain_cloner = self._chain_cloner
+        return Snapshot(self._token, chain_cloner.snapshot(self.env), self._done, chain_cloner.snapshot_label)
 
     def restore(self, snapshot: Snapshot) -> None:
         """Put the env, its RNG and its wrapper layers back in the state captured by ``snapshot``.
@@ -372,14 +238,7 @@ class SimulatorWrapper(gym.Wrapper):
         """
         if snapshot._owner is not self._token:
             raise ValueError("SimulatorWrapper.restore(): this snapshot was made by another SimulatorWrapper")
-        if snapshot._replay is not None:
-            self._replay_to(*snapshot._replay)
-        else:
-            base = self._sim_base
-            self.cloner.restore(base, snapshot._base)
-            _restore_rng(base, snapshot._rng)
-            for saver, saved in zip(self._savers, snapshot._layers):
-                saver.restore(saved)
+        self._chain_cloner.restore(self.env, snapshot._state)
         self._done = snapshot._done
 
     def step_from(
@@ -394,33 +253,6 @@ class SimulatorWrapper(gym.Wrapper):
         self.restore(snapshot)
         obs, reward, terminated, truncated, info = self.step(action)
         return obs, reward, terminated, truncated, info, self.snapshot()
-
-    def _replay_to(self, root: tuple[int | None, dict[str, Any] | None, Any], prefix: tuple[Any, Any] | None) -> None:
-        """Reach the state ``root`` + ``prefix`` by stepping on from the current state when it is an ancestor, else by
-        resetting with the seed and replaying the actions.
-
-        :param root: (seed, options, RNG state before reset) of the episode
-        :param prefix: the actions since reset, as a cons list (last action first)
-        """
-        pending = []
-        node = prefix
-        while node is not None and node is not self._prefix:
-            pending.append(node[0])
-            node = node[1]
-        if not (root is self._root and node is self._prefix):
-            seed, options, pre_rng = root
-            if pre_rng is not None:
-                _restore_rng(self._sim_base, pre_rng)
-            self.env.reset(seed=seed, options=copy.deepcopy(options))
-            pending = []
-            node = prefix
-            while node is not None:
-                pending.append(node[0])
-                node = node[1]
-        for action in reversed(pending):
-            self.env.step(action)
-        self._root = root
-        self._prefix = prefix
 
     # ------------------------------------------------------------------ action masks and horizon
 
@@ -580,7 +412,7 @@ class SimulatorWrapper(gym.Wrapper):
         :return: the error to raise"""
         name = env_name(self)
         cls = type(self._sim_base).__name__
-        if self._replay:
+        if isinstance(self.cloner, ReplayCloner):
             advice = (
                 "With cloner='replay' this means the env is not reproducible from reset(seed=...): make it draw all "
                 "its randomness from self.np_random, or register a cloner with sb3_dirpg.register_cloner."
@@ -595,6 +427,23 @@ class SimulatorWrapper(gym.Wrapper):
             f"{name}: snapshot/restore is not exact: {field} differed {when} "
             f"({detail}). {advice}"
         )
+
+
+def _resolve_cloner(env: gym.Env, cloner: Cloner | str | None) -> Cloner:
+    """:param env: the env chain
+    :param cloner: the ``cloner`` argument of :class:`SimulatorWrapper`
+    :return: the cloner it names"""
+    if cloner is None:
+        return find_cloner(env) or DeepcopyCloner()
+    if isinstance(cloner, str):
+        if cloner == "deepcopy":
+            return DeepcopyCloner()
+        if cloner == "replay":
+            return ReplayCloner()
+        raise ValueError(f"SimulatorWrapper: unknown cloner {cloner!r}; use None, 'deepcopy', 'replay' or a Cloner")
+    if isinstance(cloner, Cloner):
+        return cloner
+    raise TypeError(f"SimulatorWrapper: cloner must be None, 'deepcopy', 'replay' or a Cloner, got {cloner!r}")
 
 
 def _find_action_masks(env: gym.Env, layers: list[gym.Wrapper]) -> Any:
@@ -618,20 +467,3 @@ def _all_legal_mask(space: gym.Space) -> np.ndarray | None:
         return None
     mask.flags.writeable = False
     return mask
-
-
-def _register_builtin_wrappers() -> None:
-    """Declare the state attributes of gymnasium's and sb3-contrib's common wrappers."""
-    register_wrapper_attrs(TimeLimit, ("_elapsed_steps",))
-    register_wrapper_attrs(OrderEnforcing, ("_has_reset",))
-    register_wrapper_attrs(
-        PassiveEnvChecker, ("checked_reset", "checked_step", "checked_render", "checked_data_reuse", "_previous_data")
-    )
-    try:
-        from sb3_contrib.common.wrappers import ActionMasker
-    except ImportError:  # pragma: no cover - sb3-contrib is a dependency
-        return
-    register_wrapper_attrs(ActionMasker, ())
-
-
-_register_builtin_wrappers()
