@@ -281,6 +281,5 @@ class _DeterminismCheck:
                 "(restore = reset with the seed and replay the actions)."
             )
         return NondeterministicEnvError(
-            f"{env_name(self.sim)}: snapshot/restore is not exact: {field} differed {when} "
-            f"({detail}). {advice}"
+            f"{env_name(self.sim)}: snapshot/restore is not exact: {field} differed {when} ({detail}). {advice}"
         )

@@ -6,10 +6,10 @@ from typing import Any, SupportsFloat
 
 import gymnasium as gym
 import numpy as np
-from gymnasium.wrappers import TimeLimit
 
 from sb3_dirpg.simulator.chain_copy import CopyingChainCloner
 from sb3_dirpg.simulator.cloners import DeepcopyCloner, env_name
+from sb3_dirpg.simulator.introspect import all_legal_mask, find_action_masks, find_horizon
 from sb3_dirpg.simulator.registry import ChainCloner, Cloner, find_cloner
 from sb3_dirpg.simulator.replay import ReplayCloner
 from sb3_dirpg.simulator.self_check import run_determinism_check
@@ -75,8 +75,8 @@ class SimulatorWrapper(gym.Wrapper):
         self.cloner_spec = cloner  # what the user asked for, to build equivalent wrappers
         self._chain_cloner = chain_cloner
         self._layer_list = layers
-        self._mask_fn = _find_action_masks(env, layers)
-        self._all_legal = _all_legal_mask(env.action_space)
+        self._mask_fn = find_action_masks(env, layers)
+        self._all_legal = all_legal_mask(env.action_space)
         self._needs_check = self_check
         self._has_reset = False
         self._done = False
@@ -135,9 +135,7 @@ class SimulatorWrapper(gym.Wrapper):
         self._chain_cloner.restore(self.env, snapshot._state)
         self._done = snapshot._done
 
-    def step_from(
-        self, snapshot: Snapshot, action: Any
-    ) -> tuple[Any, SupportsFloat, bool, bool, dict[str, Any], Snapshot]:
+    def step_from(self, snapshot: Snapshot, action: Any) -> tuple[Any, SupportsFloat, bool, bool, dict[str, Any], Snapshot]:
         """Restore ``snapshot``, take ``action`` and snapshot the result.
 
         :param snapshot: the state to step from
@@ -171,14 +169,7 @@ class SimulatorWrapper(gym.Wrapper):
         """:return: ``max_episode_steps`` of a ``TimeLimit`` in the chain, else the env's own ``max_steps``
         (MiniGrid truncates internally) or ``horizon`` (envs that always end after a fixed number of steps, such as
         the spanning-tree bandit and DeepSea), else None"""
-        for layer in self._layer_list:
-            if isinstance(layer, TimeLimit):
-                return int(layer._max_episode_steps)
-        for name in ("max_steps", "horizon"):
-            value = getattr(self._sim_base, name, None)
-            if isinstance(value, (int, np.integer)):
-                return int(value)
-        return None
+        return find_horizon(self._layer_list, self._sim_base)
 
     # ------------------------------------------------------------------ determinism self-check
 
@@ -217,26 +208,3 @@ def _resolve_cloner(env: gym.Env, cloner: Cloner | str | None) -> Cloner:
     if isinstance(cloner, Cloner):
         return cloner
     raise TypeError(f"SimulatorWrapper: cloner must be None, 'deepcopy', 'replay' or a Cloner, got {cloner!r}")
-
-
-def _find_action_masks(env: gym.Env, layers: list[gym.Wrapper]) -> Any:
-    """:param env: the env chain
-    :param layers: its wrapper layers
-    :return: the bound ``action_masks`` method of the outermost layer (or the unwrapped env) that defines one, or None"""
-    for layer in [*layers, env.unwrapped]:
-        if "action_masks" in vars(layer) or hasattr(type(layer), "action_masks"):
-            return layer.action_masks
-    return None
-
-
-def _all_legal_mask(space: gym.Space) -> np.ndarray | None:
-    """:param space: the action space
-    :return: a read-only all-True mask in sb3-contrib's layout, or None for spaces that have no masks"""
-    if isinstance(space, gym.spaces.Discrete):
-        mask = np.ones(int(space.n), dtype=bool)
-    elif isinstance(space, gym.spaces.MultiDiscrete):
-        mask = np.ones(int(np.sum(space.nvec)), dtype=bool)
-    else:
-        return None
-    mask.flags.writeable = False
-    return mask
