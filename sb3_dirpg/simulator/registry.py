@@ -12,7 +12,8 @@ class Cloner(Protocol):
     """Copies the mutable state of an *unwrapped* env and puts it back.
 
     The RNG state of ``env.np_random`` and the state of wrappers are handled by
-    :class:`~sb3_dirpg.simulator.SimulatorWrapper`; a cloner only covers the env's own fields.
+    :class:`~sb3_dirpg.simulator.SimulatorWrapper`; a cloner only covers the env's own fields
+    (a :class:`ChainCloner` covers the whole chain instead).
     """
 
     def snapshot(self, env: gym.Env) -> Any:
@@ -26,7 +27,7 @@ class Cloner(Protocol):
 
 @runtime_checkable
 class ChainCloner(Cloner, Protocol):
-    """A cloner of the whole env chain that follows the episode, for strategies such as
+    """A cloner of the whole env chain that is told about resets and steps, for strategies such as
     :class:`~sb3_dirpg.simulator.ReplayCloner` that rebuild a state rather than copy it.
 
     Unlike a plain :class:`Cloner`, ``snapshot`` and ``restore`` receive the *chain* (the env inside the
