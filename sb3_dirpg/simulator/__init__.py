@@ -2,6 +2,7 @@
 
 from sb3_dirpg.simulator.cloners import DeepcopyCloner, FieldsCloner
 from sb3_dirpg.simulator.registry import (
+    ChainCloner,
     Cloner,
     NondeterministicEnvError,
     NotClonableError,
@@ -9,15 +10,18 @@ from sb3_dirpg.simulator.registry import (
     register_cloner,
     register_wrapper_attrs,
 )
+from sb3_dirpg.simulator.replay import ReplayCloner
 from sb3_dirpg.simulator.unwrap import strip_monitor
 from sb3_dirpg.simulator.wrapper import SimulatorWrapper, Snapshot
 
 __all__ = [
+    "ChainCloner",
     "Cloner",
     "DeepcopyCloner",
     "FieldsCloner",
     "NondeterministicEnvError",
     "NotClonableError",
+    "ReplayCloner",
     "SimulatorWrapper",
     "Snapshot",
     "find_cloner",

@@ -15,17 +15,12 @@ import gymnasium as gym
 import numpy as np
 from gymnasium.envs.registration import EnvSpec
 
+from sb3_dirpg.simulator.copy_utils import MISSING, copy1
 from sb3_dirpg.simulator.registry import NotClonableError, register_cloner
 
-_MISSING = object()
-# Types whose instances are copied (one level) when saved and when restored; everything else is kept by reference.
-_SHALLOW_COPY_TYPES = (np.ndarray, list, dict, set)
-
-
-def _copy1(value: Any) -> Any:
-    """:param value: an attribute value
-    :return: a one-level copy of lists, dicts, sets and numpy arrays, the value itself otherwise"""
-    return value.copy() if type(value) in _SHALLOW_COPY_TYPES else value
+# Field values copied (one level) when saved and when restored; everything else is kept by reference. Narrower than
+# copy_utils.CONTAINER_TYPES (no deque): FieldsCloner documents this set, and a deque field stays shared as before.
+_FIELD_COPY_TYPES: tuple[type, ...] = (np.ndarray, list, dict, set)
 
 
 def env_name(env: gym.Env) -> str:
@@ -46,19 +41,19 @@ class FieldsCloner:
 
     def snapshot(self, env: gym.Env) -> tuple[Any, ...]:
         """:param env: the unwrapped env
-        :return: the attribute values (``_MISSING`` for an attribute not set yet)"""
+        :return: the attribute values (``MISSING`` for an attribute not set yet)"""
         d = env.__dict__
-        return tuple(_copy1(d.get(name, _MISSING)) for name in self.fields)
+        return tuple(copy1(d.get(name, MISSING), _FIELD_COPY_TYPES) for name in self.fields)
 
     def restore(self, env: gym.Env, state: tuple[Any, ...]) -> None:
         """:param env: the unwrapped env
         :param state: a value returned by :meth:`snapshot`"""
         d = env.__dict__
         for name, value in zip(self.fields, state):
-            if value is _MISSING:
+            if value is MISSING:
                 d.pop(name, None)
             else:
-                d[name] = _copy1(value)
+                d[name] = copy1(value, _FIELD_COPY_TYPES)
 
     def __repr__(self) -> str:
         return f"FieldsCloner({self.fields!r})"

@@ -12,7 +12,8 @@ class Cloner(Protocol):
     """Copies the mutable state of an *unwrapped* env and puts it back.
 
     The RNG state of ``env.np_random`` and the state of wrappers are handled by
-    :class:`~sb3_dirpg.simulator.SimulatorWrapper`; a cloner only covers the env's own fields.
+    :class:`~sb3_dirpg.simulator.SimulatorWrapper`; a cloner only covers the env's own fields
+    (a :class:`ChainCloner` covers the whole chain instead).
     """
 
     def snapshot(self, env: gym.Env) -> Any:
@@ -22,6 +23,34 @@ class Cloner(Protocol):
     def restore(self, env: gym.Env, state: Any) -> None:
         """:param env: the unwrapped env
         :param state: a value returned by ``snapshot`` on an env of the same class"""
+
+
+@runtime_checkable
+class ChainCloner(Cloner, Protocol):
+    """A cloner of the whole env chain that is told about resets and steps, for strategies such as
+    :class:`~sb3_dirpg.simulator.ReplayCloner` that rebuild a state rather than copy it.
+
+    Unlike a plain :class:`Cloner`, ``snapshot`` and ``restore`` receive the *chain* (the env inside the
+    :class:`~sb3_dirpg.simulator.SimulatorWrapper`), not the unwrapped env, and cover all of it: the wrapper saves no
+    RNG or wrapper-layer state beside them. The wrapper calls :meth:`for_chain` once when it is built and keeps the
+    cloner it returns, then :meth:`before_reset` before every reset of the chain and :meth:`after_step` after every
+    step it forwards. The cloner kept may hold the episode of its chain, so a wrapper never shares it with another.
+    """
+
+    snapshot_label: str  # a word naming the kind of snapshot, shown in the snapshot's repr
+
+    def for_chain(self, chain: gym.Env) -> ChainCloner:
+        """:param chain: the env inside the SimulatorWrapper
+        :return: the cloner to use for this chain (a new one when it records per-chain state)"""
+
+    def before_reset(self, chain: gym.Env, seed: int | None, options: dict[str, Any] | None) -> int | None:
+        """:param chain: the env inside the SimulatorWrapper
+        :param seed: the seed the wrapper's ``reset`` was called with
+        :param options: the reset options
+        :return: the seed to reset the chain with"""
+
+    def after_step(self, action: Any) -> None:
+        """:param action: the action the chain just took"""
 
 
 class NondeterministicEnvError(ValueError):

@@ -1,4 +1,4 @@
-"""Remove SB3's ``Monitor`` from an env chain without touching the user's env objects."""
+"""Walking env chains: list their wrapper layers, refuse or remove SB3's ``Monitor``."""
 
 from __future__ import annotations
 
@@ -6,6 +6,29 @@ import copy
 
 import gymnasium as gym
 from stable_baselines3.common.monitor import Monitor
+
+from sb3_dirpg.simulator.cloners import env_name
+
+
+def wrapper_layers(env: gym.Env) -> list[gym.Wrapper]:
+    """:param env: an env chain
+    :return: its wrapper layers, outermost first (the unwrapped env excluded)"""
+    layers = []
+    while isinstance(env, gym.Wrapper):
+        layers.append(env)
+        env = env.env
+    return layers
+
+
+def refuse_monitor(env: gym.Env, layers: list[gym.Wrapper]) -> None:
+    """:param env: the env chain
+    :param layers: its wrapper layers
+    :raises ValueError: when a layer is SB3's ``Monitor``"""
+    if any(isinstance(layer, Monitor) for layer in layers):
+        raise ValueError(
+            f"{env_name(env)}: the env chain contains stable_baselines3's Monitor. Search steps must not be recorded as "
+            "episodes: wrap sb3_dirpg.simulator.strip_monitor(env) instead (it returns the same chain without Monitor)."
+        )
 
 
 def strip_monitor(env: gym.Env) -> gym.Env:
@@ -18,11 +41,7 @@ def strip_monitor(env: gym.Env) -> gym.Env:
     :param env: an env, possibly wrapped
     :return: ``env`` itself when it contains no Monitor, else the new chain
     """
-    chain = []
-    layer = env
-    while isinstance(layer, gym.Wrapper):
-        chain.append(layer)
-        layer = layer.env
+    chain = wrapper_layers(env)
     monitors = [i for i, layer in enumerate(chain) if isinstance(layer, Monitor)]
     if not monitors:
         return env

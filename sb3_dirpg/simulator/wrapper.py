@@ -2,137 +2,18 @@
 
 from __future__ import annotations
 
-import copy
-import operator
-from collections import deque
 from typing import Any, SupportsFloat
 
 import gymnasium as gym
 import numpy as np
-from gymnasium.envs.registration import EnvSpec
-from gymnasium.wrappers import OrderEnforcing, PassiveEnvChecker, TimeLimit
 
+from sb3_dirpg.simulator.chain_copy import CopyingChainCloner
 from sb3_dirpg.simulator.cloners import DeepcopyCloner, env_name
-from sb3_dirpg.simulator.registry import (
-    Cloner,
-    NondeterministicEnvError,
-    NotClonableError,
-    find_cloner,
-    find_wrapper_attrs,
-    register_wrapper_attrs,
-)
-
-_MISSING = object()
-_SKIP = object()
-_COPY_TYPES = (np.ndarray, list, dict, set, deque)
-# Attributes of wrapper layers that never hold episode state.
-_LAYER_STATIC_NAMES = frozenset(
-    {
-        "env",
-        "_action_space",
-        "_observation_space",
-        "_metadata",
-        "_cached_spec",
-        "_saved_kwargs",
-        "_reward_range",
-        "_max_episode_steps",
-        "_disable_render_order_enforcing",
-        "_action_mask_fn",
-    }
-)
-_LAYER_STATIC_TYPES = (gym.Env, gym.spaces.Space, EnvSpec, type)
-_SIMPLE_TYPES = (int, float, bool, str, bytes, type(None), np.generic)
-_FINGERPRINT_MAX_ITEMS = 4096
-
-
-def _copy1(value: Any) -> Any:
-    """:param value: a value to save or to put back
-    :return: a one-level copy of containers and numpy arrays, the value itself otherwise"""
-    return value.copy() if type(value) in _COPY_TYPES else value
-
-
-def _layers(env: gym.Env) -> list[gym.Wrapper]:
-    """:param env: an env chain
-    :return: its wrapper layers, outermost first (the unwrapped env excluded)"""
-    layers = []
-    while isinstance(env, gym.Wrapper):
-        layers.append(env)
-        env = env.env
-    return layers
-
-
-class _LayerSaver:
-    """Saves and restores the state attributes of one wrapper layer.
-
-    Declared attributes (see :func:`~sb3_dirpg.simulator.register_wrapper_attrs`) are read with one ``itemgetter``
-    call and kept by reference (they should hold immutable values); the attributes of undeclared layers are found
-    by inspection and containers among them are copied one level deep.
-
-    :param layer: the wrapper layer
-    """
-
-    __slots__ = ("layer", "names", "generic", "n_keys", "getter")
-
-    def __init__(self, layer: gym.Wrapper) -> None:
-        self.layer = layer
-        declared = find_wrapper_attrs(layer)
-        self.generic = declared is None
-        self.names: tuple[str, ...] = self._generic_names() if declared is None else declared
-        self.n_keys = len(layer.__dict__)
-        # itemgetter with one name returns the value itself: always ask for a tuple
-        self.getter = operator.itemgetter(*self.names, *self.names[:1]) if self.names and not self.generic else None
-
-    def _generic_names(self) -> tuple[str, ...]:
-        """:return: the instance attributes of an undeclared layer that may hold state"""
-        return tuple(
-            k
-            for k, v in vars(self.layer).items()
-            if k not in _LAYER_STATIC_NAMES and not isinstance(v, _LAYER_STATIC_TYPES) and not callable(v)
-        )
-
-    def save(self) -> tuple[tuple[str, ...], tuple[Any, ...]]:
-        """:return: the attribute names and their values"""
-        d = self.layer.__dict__
-        if self.getter is not None:
-            try:
-                return self.names, self.getter(d)
-            except KeyError:  # a declared attribute is not set (yet)
-                return self.names, tuple([d.get(name, _MISSING) for name in self.names])
-        if self.generic and len(d) != self.n_keys:  # attributes were added since the names were computed
-            self.names = self._generic_names()
-            self.n_keys = len(d)
-        names = self.names
-        return names, tuple([_copy1(d.get(name, _MISSING)) for name in names])
-
-    def restore(self, saved: tuple[tuple[str, ...], tuple[Any, ...]]) -> None:
-        """:param saved: a value returned by :meth:`save`"""
-        d = self.layer.__dict__
-        copy_values = self.generic
-        for name, value in zip(*saved):
-            if value is _MISSING:
-                d.pop(name, None)
-            else:
-                d[name] = _copy1(value) if copy_values else value
-
-
-def _save_rng(base: gym.Env) -> tuple[np.random.Generator, dict[str, Any]] | None:
-    """:param base: the unwrapped env
-    :return: its RNG and the RNG's bit-generator state, or None when the env has not created its RNG"""
-    rng = base.__dict__.get("_np_random")
-    if rng is None:
-        return None
-    return rng, rng.bit_generator.state
-
-
-def _restore_rng(base: gym.Env, saved: tuple[np.random.Generator, dict[str, Any]] | None) -> None:
-    """:param base: the unwrapped env
-    :param saved: a value returned by :func:`_save_rng`"""
-    if saved is None:
-        base.__dict__["_np_random"] = None
-    else:
-        rng, state = saved
-        base.__dict__["_np_random"] = rng
-        rng.bit_generator.state = state
+from sb3_dirpg.simulator.introspect import all_legal_mask, find_action_masks, find_horizon
+from sb3_dirpg.simulator.registry import ChainCloner, Cloner, find_cloner
+from sb3_dirpg.simulator.replay import ReplayCloner
+from sb3_dirpg.simulator.self_check import run_determinism_check
+from sb3_dirpg.simulator.unwrap import refuse_monitor, wrapper_layers
 
 
 class Snapshot:
@@ -141,23 +22,17 @@ class Snapshot:
     A snapshot can only be restored into the wrapper that made it. Restoring it does not consume it.
     """
 
-    __slots__ = ("_owner", "_base", "_rng", "_layers", "_done", "_replay")
+    __slots__ = ("_owner", "_state", "_done", "_label")
 
-    def __init__(
-        self,
-        owner: object,
-        base: Any,
-        rng: Any,
-        layers: tuple[Any, ...] | None,
-        done: bool,
-        replay: tuple[Any, Any] | None,
-    ) -> None:
+    def __init__(self, owner: object, state: Any, done: bool, label: str) -> None:
+        """:param owner: the token of the wrapper that made it
+        :param state: the chain's state, from the wrapper's chain cloner
+        :param done: whether the last step before it ended the episode
+        :param label: the kind of snapshot, for the repr"""
         self._owner = owner
-        self._base = base
-        self._rng = rng
-        self._layers = layers
+        self._state = state
         self._done = done
-        self._replay = replay
+        self._label = label
 
     @property
     def done(self) -> bool:
@@ -165,109 +40,7 @@ class Snapshot:
         return self._done
 
     def __repr__(self) -> str:
-        kind = "replay" if self._replay is not None else "clone"
-        return f"<Snapshot {kind}{' done' if self._done else ''}>"
-
-
-def _fingerprint_value(value: Any, depth: int = 0) -> Any:
-    """:param value: an attribute value
-    :param depth: nesting depth reached so far
-    :return: a copy of the value for a later equality check, or ``_SKIP`` for values not cheap to compare"""
-    if isinstance(value, _SIMPLE_TYPES):
-        return value
-    kind = type(value)
-    if kind is np.ndarray:
-        return value.copy() if value.dtype != object and value.size <= _FINGERPRINT_MAX_ITEMS else _SKIP
-    if depth >= 2:
-        return _SKIP
-    if kind in (tuple, list, set, frozenset) and len(value) <= 256:
-        items = [_fingerprint_value(v, depth + 1) for v in value]
-        return _SKIP if any(v is _SKIP for v in items) else kind(items)
-    if kind is dict and len(value) <= 256:
-        items = {k: _fingerprint_value(v, depth + 1) for k, v in value.items()}
-        return _SKIP if any(v is _SKIP for v in items.values()) else items
-    return _SKIP
-
-
-def _fingerprint(d: dict[str, Any], ignored: frozenset[str]) -> dict[str, Any]:
-    """:param d: an env's ``__dict__``
-    :param ignored: attribute names to leave out
-    :return: copies of its cheaply comparable attributes"""
-    out = {}
-    for name, value in d.items():
-        if name in ignored:
-            continue
-        fp = _fingerprint_value(value)
-        if fp is not _SKIP:
-            out[name] = fp
-    return out
-
-
-def _first_difference(got: Any, expected: Any, path: str) -> tuple[str, str] | None:
-    """Compare two values (numpy arrays, dicts, tuples and lists recursively).
-
-    :param got: the value observed now
-    :param expected: the reference value
-    :param path: the name of the value, extended with ``[key]`` for nested items
-    :return: None when equal, else the path of the first differing item and a short description of the difference
-    """
-    if isinstance(expected, dict) or isinstance(got, dict):
-        if not (isinstance(expected, dict) and isinstance(got, dict)) or expected.keys() != got.keys():
-            return path, _describe(expected, got)
-        for key in expected:
-            diff = _first_difference(got[key], expected[key], f"{path}[{key!r}]")
-            if diff is not None:
-                return diff
-        return None
-    if isinstance(expected, (tuple, list)) or isinstance(got, (tuple, list)):
-        if type(expected) is not type(got) or len(expected) != len(got):
-            return path, _describe(expected, got)
-        for i, (g, e) in enumerate(zip(got, expected)):
-            diff = _first_difference(g, e, f"{path}[{i}]")
-            if diff is not None:
-                return diff
-        return None
-    if isinstance(expected, np.ndarray) or isinstance(got, np.ndarray):
-        g, e = np.asarray(got), np.asarray(expected)
-        if g.shape != e.shape or g.dtype != e.dtype:
-            return path, f"expected shape {e.shape} dtype {e.dtype}, got shape {g.shape} dtype {g.dtype}"
-        if np.array_equal(g, e, equal_nan=e.dtype.kind in "fc"):
-            return None
-        if e.ndim == 0:
-            return path, _describe(e.item(), g.item())
-        unequal = g != e
-        if e.dtype.kind in "fc":
-            unequal &= ~(np.isnan(g) & np.isnan(e))
-        where = tuple(int(i[0]) for i in np.nonzero(unequal))
-        detail = _describe(e[where].item(), g[where].item())
-        return path, f"{int(unequal.sum())} of {e.size} elements differ, first at {where}: {detail}"
-    try:
-        equal = bool(got == expected) or (got != got and expected != expected)  # NaN == NaN here
-    except Exception:
-        equal = got is expected
-    return None if equal else (path, _describe(expected, got))
-
-
-def _describe(expected: Any, got: Any) -> str:
-    """:param expected: the reference value
-    :param got: the value observed
-    :return: "expected ..., got ..." with both reprs cut to 120 characters"""
-
-    def short(value: Any) -> str:
-        text = repr(value)
-        return text if len(text) <= 120 else text[:117] + "..."
-
-    return f"expected {short(expected)}, got {short(got)}"
-
-
-class _Path:
-    """A random rollout recorded by the determinism check: node snapshots, attribute fingerprints, actions, outcomes."""
-
-    def __init__(self) -> None:
-        self.snapshots: list[Snapshot] = []
-        self.fingerprints: list[dict[str, Any]] = []
-        self.actions: list[Any] = []
-        self.outcomes: list[tuple[Any, SupportsFloat, bool, bool]] = []
+        return f"<Snapshot {self._label}{' done' if self._done else ''}>"
 
 
 class SimulatorWrapper(gym.Wrapper):
@@ -278,65 +51,47 @@ class SimulatorWrapper(gym.Wrapper):
 
     :param env: the env to wrap; its chain must not contain SB3's ``Monitor`` (see :func:`strip_monitor`)
     :param cloner: how to copy the unwrapped env: None (the cloner registered for the env class, else ``"deepcopy"``),
-        ``"deepcopy"`` (deepcopy of the env's attributes, static objects shared), ``"replay"`` (a snapshot is the
-        reset seed and the action prefix; restoring resets and replays the actions), or a
-        :class:`~sb3_dirpg.simulator.Cloner` instance
+        ``"deepcopy"`` (deepcopy of the env's attributes, static objects shared), ``"replay"`` (a
+        :class:`~sb3_dirpg.simulator.ReplayCloner`: a snapshot is the reset seed and the action prefix; restoring
+        resets and replays the actions), or a :class:`~sb3_dirpg.simulator.Cloner` instance. A
+        :class:`~sb3_dirpg.simulator.ChainCloner` (such as the replay cloner) covers the whole chain instead, RNG and
+        layers included; the wrapper keeps the instance its ``for_chain`` returns as ``cloner``.
     :param self_check: run :meth:`check_determinism` on the first ``snapshot()`` of a non-terminal state
     """
 
     def __init__(self, env: gym.Env, cloner: Cloner | str | None = None, self_check: bool = True) -> None:
         super().__init__(env)
-        layers = _layers(env)
-        _refuse_monitor(env, layers)
+        layers = wrapper_layers(env)
+        refuse_monitor(env, layers)
         self._sim_base = env.unwrapped
-        self._replay = False
-        resolved: Cloner | None
-        if cloner is None:
-            resolved = find_cloner(env) or DeepcopyCloner()
-        elif isinstance(cloner, str):
-            if cloner == "deepcopy":
-                resolved = DeepcopyCloner()
-            elif cloner == "replay":
-                resolved = None
-                self._replay = True
-            else:
-                raise ValueError(f"SimulatorWrapper: unknown cloner {cloner!r}; use None, 'deepcopy', 'replay' or a Cloner")
-        elif isinstance(cloner, Cloner):
-            resolved = cloner
+        resolved = _resolve_cloner(env, cloner)
+        # how the whole chain is snapshotted: a ChainCloner does it all, a plain Cloner is combined with the RNG and layers
+        chain_cloner: ChainCloner
+        if isinstance(resolved, ChainCloner):
+            chain_cloner = resolved = resolved.for_chain(env)
         else:
-            raise TypeError(f"SimulatorWrapper: cloner must be None, 'deepcopy', 'replay' or a Cloner, got {cloner!r}")
+            chain_cloner = CopyingChainCloner(resolved, env)
         self.cloner = resolved
         self.cloner_spec = cloner  # what the user asked for, to build equivalent wrappers
-        if isinstance(resolved, DeepcopyCloner):
-            resolved.snapshot(self._sim_base)  # fail now (NotClonableError) rather than in the middle of a search
-        self._savers = tuple(saver for saver in map(_LayerSaver, layers) if saver.generic or saver.names)
+        self._chain_cloner = chain_cloner
         self._layer_list = layers
-        self._mask_fn = _find_action_masks(env, layers)
-        self._all_legal = _all_legal_mask(env.action_space)
+        self._mask_fn = find_action_masks(env, layers)
+        self._all_legal = all_legal_mask(env.action_space)
         self._needs_check = self_check
         self._has_reset = False
         self._done = False
         self._token = object()
-        # (seed, options, RNG state before reset) of the current episode, and the actions since, as a cons list
-        self._root: tuple[int | None, dict[str, Any] | None, Any] | None = None
-        self._prefix: tuple[Any, Any] | None = None
 
     # ------------------------------------------------------------------ gym API
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
-        """Reset the env (and remember ``seed`` and ``options`` for the replay cloner).
+        """Reset the env (the cloner sees ``seed`` and ``options`` first: the replay cloner records them).
 
         :param seed: the seed of the episode
         :param options: reset options
         :return: the first observation and the info dict
         """
-        pre_rng = None
-        if self._replay and seed is None:
-            pre_rng = _save_rng(self._sim_base)
-            if pre_rng is None:  # the env would seed itself from OS entropy: draw the seed here so it can be replayed
-                seed = int(np.random.SeedSequence().generate_state(1)[0])
-        self._root = (seed, copy.deepcopy(options), pre_rng)
-        self._prefix = None
+        seed = self._chain_cloner.before_reset(self.env, seed, options)
         result = self.env.reset(seed=seed, options=options)
         self._has_reset = True
         self._done = False
@@ -347,8 +102,7 @@ class SimulatorWrapper(gym.Wrapper):
         :return: observation, reward, terminated, truncated, info"""
         result = self.env.step(action)
         self._done = bool(result[2] or result[3])
-        if self._replay:
-            self._prefix = (_copy1(action), self._prefix)
+        self._chain_cloner.after_step(action)
         return result
 
     # ------------------------------------------------------------------ simulator API
@@ -368,19 +122,8 @@ class SimulatorWrapper(gym.Wrapper):
 
     def _snapshot(self) -> Snapshot:
         """:return: a snapshot, without the first-use self-check"""
-        if self._replay:
-            if self._root is None:
-                raise RuntimeError("SimulatorWrapper.snapshot(): call reset() on the SimulatorWrapper first")
-            return Snapshot(self._token, None, None, None, self._done, (self._root, self._prefix))
-        base = self._sim_base
-        return Snapshot(
-            self._token,
-            self.cloner.snapshot(base),
-            _save_rng(base),
-            tuple([saver.save() for saver in self._savers]),
-            self._done,
-            None,
-        )
+        chain_cloner = self._chain_cloner
+        return Snapshot(self._token, chain_cloner.snapshot(self.env), self._done, chain_cloner.snapshot_label)
 
     def restore(self, snapshot: Snapshot) -> None:
         """Put the env, its RNG and its wrapper layers back in the state captured by ``snapshot``.
@@ -389,19 +132,10 @@ class SimulatorWrapper(gym.Wrapper):
         """
         if snapshot._owner is not self._token:
             raise ValueError("SimulatorWrapper.restore(): this snapshot was made by another SimulatorWrapper")
-        if snapshot._replay is not None:
-            self._replay_to(*snapshot._replay)
-        else:
-            base = self._sim_base
-            self.cloner.restore(base, snapshot._base)
-            _restore_rng(base, snapshot._rng)
-            for saver, saved in zip(self._savers, snapshot._layers):
-                saver.restore(saved)
+        self._chain_cloner.restore(self.env, snapshot._state)
         self._done = snapshot._done
 
-    def step_from(
-        self, snapshot: Snapshot, action: Any
-    ) -> tuple[Any, SupportsFloat, bool, bool, dict[str, Any], Snapshot]:
+    def step_from(self, snapshot: Snapshot, action: Any) -> tuple[Any, SupportsFloat, bool, bool, dict[str, Any], Snapshot]:
         """Restore ``snapshot``, take ``action`` and snapshot the result.
 
         :param snapshot: the state to step from
@@ -411,33 +145,6 @@ class SimulatorWrapper(gym.Wrapper):
         self.restore(snapshot)
         obs, reward, terminated, truncated, info = self.step(action)
         return obs, reward, terminated, truncated, info, self.snapshot()
-
-    def _replay_to(self, root: tuple[int | None, dict[str, Any] | None, Any], prefix: tuple[Any, Any] | None) -> None:
-        """Reach the state ``root`` + ``prefix`` by stepping on from the current state when it is an ancestor, else by
-        resetting with the seed and replaying the actions.
-
-        :param root: (seed, options, RNG state before reset) of the episode
-        :param prefix: the actions since reset, as a cons list (last action first)
-        """
-        pending = []
-        node = prefix
-        while node is not None and node is not self._prefix:
-            pending.append(node[0])
-            node = node[1]
-        if not (root is self._root and node is self._prefix):
-            seed, options, pre_rng = root
-            if pre_rng is not None:
-                _restore_rng(self._sim_base, pre_rng)
-            self.env.reset(seed=seed, options=copy.deepcopy(options))
-            pending = []
-            node = prefix
-            while node is not None:
-                pending.append(node[0])
-                node = node[1]
-        for action in reversed(pending):
-            self.env.step(action)
-        self._root = root
-        self._prefix = prefix
 
     # ------------------------------------------------------------------ action masks and horizon
 
@@ -462,14 +169,7 @@ class SimulatorWrapper(gym.Wrapper):
         """:return: ``max_episode_steps`` of a ``TimeLimit`` in the chain, else the env's own ``max_steps``
         (MiniGrid truncates internally) or ``horizon`` (envs that always end after a fixed number of steps, such as
         the spanning-tree bandit and DeepSea), else None"""
-        for layer in self._layer_list:
-            if isinstance(layer, TimeLimit):
-                return int(layer._max_episode_steps)
-        for name in ("max_steps", "horizon"):
-            value = getattr(self._sim_base, name, None)
-            if isinstance(value, (int, np.integer)):
-                return int(value)
-        return None
+        return find_horizon(self._layer_list, self._sim_base)
 
     # ------------------------------------------------------------------ determinism self-check
 
@@ -490,180 +190,21 @@ class SimulatorWrapper(gym.Wrapper):
             raise RuntimeError("SimulatorWrapper.check_determinism(): call reset() on the SimulatorWrapper first")
         if self._done:
             return
-        rng = np.random.default_rng(seed)
-        space = copy.deepcopy(self.action_space)
-        space.seed(seed)
-        start = self._snapshot()
-        backup = self._backup()
-        try:
-            trunk = self._roll(space, depth)
-            self._replay_path(trunk, 0)
-            for _ in range(n_branches):
-                self._restore_checked(trunk, int(rng.integers(len(trunk.snapshots))))
-                branch = self._roll(space, depth)
-                self._replay_path(trunk, int(rng.integers(len(trunk.snapshots))))
-                self._replay_path(branch, int(rng.integers(len(branch.snapshots))))
-        except NondeterministicEnvError:
-            # the snapshot misses some state: put the env back from the deepcopy backup as well
-            self.restore(start)
-            if backup is not None:
-                DeepcopyCloner().restore(self._sim_base, backup)
-            raise
-        except BaseException:
-            self.restore(start)
-            raise
-        self.restore(start)
-
-    def _backup(self) -> Any:
-        """:return: a deepcopy of the unwrapped env's attributes, to undo the self-check when the cloner misses state,
-        or None when the env cannot be deepcopied"""
-        if isinstance(self.cloner, DeepcopyCloner):
-            return None
-        try:
-            return DeepcopyCloner().snapshot(self._sim_base)
-        except NotClonableError:
-            return None
-
-    def _random_action(self, space: gym.Space) -> Any:
-        """:param space: a private copy of the action space
-        :return: a random action, legal under the action mask for Discrete spaces"""
-        if isinstance(space, gym.spaces.Discrete) and self._mask_fn is not None:
-            mask = self.action_masks()
-            if mask.any():
-                return space.sample(mask=mask.astype(np.int8))
-        return space.sample()
-
-    def _roll(self, space: gym.Space, depth: int) -> _Path:
-        """:param space: a private copy of the action space
-        :param depth: maximum number of steps
-        :return: a random rollout from the current (non-terminal) state"""
-        path = _Path()
-        ignored = self._ignored_attributes()
-        for _ in range(depth):
-            path.snapshots.append(self._snapshot())
-            path.fingerprints.append(_fingerprint(self._sim_base.__dict__, ignored))
-            action = self._random_action(space)
-            obs, reward, terminated, truncated, _ = self.step(action)
-            path.actions.append(action)
-            path.outcomes.append((copy.deepcopy(obs), reward, terminated, truncated))
-            if terminated or truncated:
-                break
-        return path
-
-    def _restore_checked(self, path: _Path, index: int) -> None:
-        """Restore node ``index`` of ``path`` and compare the env's attributes with their values at snapshot time.
-
-        :param path: a recorded rollout
-        :param index: the node
-        """
-        self.restore(path.snapshots[index])
-        current = self._sim_base.__dict__
-        for name, expected in path.fingerprints[index].items():
-            got = current.get(name, _MISSING)
-            diff = (name, "the attribute is missing") if got is _MISSING else _first_difference(got, expected, name)
-            if diff is not None:
-                raise self._mismatch(
-                    f"attribute {diff[0]!r} of the unwrapped env",
-                    "right after restoring a snapshot (other branches had been stepped in between)",
-                    diff[1],
-                )
-
-    def _replay_path(self, path: _Path, index: int) -> None:
-        """Restore node ``index`` of ``path``, replay the recorded actions from there and compare the outcomes.
-
-        :param path: a recorded rollout
-        :param index: the node to start from
-        """
-        self._restore_checked(path, index)
-        names = ("obs", "reward", "terminated", "truncated")
-        for i in range(index, len(path.actions)):
-            obs, reward, terminated, truncated, _ = self.step(path.actions[i])
-            for name, got, expected in zip(names, (obs, reward, terminated, truncated), path.outcomes[i]):
-                diff = _first_difference(got, expected, name)
-                if diff is not None:
-                    raise self._mismatch(
-                        diff[0], f"at step {i - index + 1} of replaying the same actions from a restored snapshot", diff[1]
-                    )
-
-    def _ignored_attributes(self) -> frozenset[str]:
-        """:return: attributes the self-check does not compare (the cloner may list more in ``ignored_attributes``)"""
-        extra = getattr(self.cloner, "ignored_attributes", ())
-        return frozenset(("_np_random", "window", "clock", "render_size", *extra))
-
-    def _mismatch(self, field: str, when: str, detail: str) -> NondeterministicEnvError:
-        """:param field: what differed
-        :param when: when it differed
-        :param detail: how it differed
-        :return: the error to raise"""
-        name = env_name(self)
-        cls = type(self._sim_base).__name__
-        if self._replay:
-            advice = (
-                "With cloner='replay' this means the env is not reproducible from reset(seed=...): make it draw all "
-                "its randomness from self.np_random, or register a cloner with sb3_dirpg.register_cloner."
-            )
-        else:
-            advice = (
-                f"The snapshot (cloner {self.cloner!r}) does not capture all of the env's state. Register a cloner that "
-                f"copies it with sb3_dirpg.register_cloner({cls}, cloner), or pass cloner='replay' to SimulatorWrapper "
-                "(restore = reset with the seed and replay the actions)."
-            )
-        return NondeterministicEnvError(
-            f"{name}: snapshot/restore is not exact: {field} differed {when} "
-            f"({detail}). {advice}"
-        )
+        run_determinism_check(self, self._snapshot, n_branches, depth, seed)
 
 
-def _refuse_monitor(env: gym.Env, layers: list[gym.Wrapper]) -> None:
+def _resolve_cloner(env: gym.Env, cloner: Cloner | str | None) -> Cloner:
     """:param env: the env chain
-    :param layers: its wrapper layers
-    :raises ValueError: when a layer is SB3's ``Monitor``"""
-    try:
-        from stable_baselines3.common.monitor import Monitor
-    except ImportError:  # pragma: no cover - SB3 is a dependency
-        return
-    if any(isinstance(layer, Monitor) for layer in layers):
-        raise ValueError(
-            f"{env_name(env)}: the env chain contains stable_baselines3's Monitor. Search steps must not be recorded as "
-            "episodes: wrap sb3_dirpg.simulator.strip_monitor(env) instead (it returns the same chain without Monitor)."
-        )
-
-
-def _find_action_masks(env: gym.Env, layers: list[gym.Wrapper]) -> Any:
-    """:param env: the env chain
-    :param layers: its wrapper layers
-    :return: the bound ``action_masks`` method of the outermost layer (or the unwrapped env) that defines one, or None"""
-    for layer in [*layers, env.unwrapped]:
-        if "action_masks" in vars(layer) or hasattr(type(layer), "action_masks"):
-            return layer.action_masks
-    return None
-
-
-def _all_legal_mask(space: gym.Space) -> np.ndarray | None:
-    """:param space: the action space
-    :return: a read-only all-True mask in sb3-contrib's layout, or None for spaces that have no masks"""
-    if isinstance(space, gym.spaces.Discrete):
-        mask = np.ones(int(space.n), dtype=bool)
-    elif isinstance(space, gym.spaces.MultiDiscrete):
-        mask = np.ones(int(np.sum(space.nvec)), dtype=bool)
-    else:
-        return None
-    mask.flags.writeable = False
-    return mask
-
-
-def _register_builtin_wrappers() -> None:
-    """Declare the state attributes of gymnasium's and sb3-contrib's common wrappers."""
-    register_wrapper_attrs(TimeLimit, ("_elapsed_steps",))
-    register_wrapper_attrs(OrderEnforcing, ("_has_reset",))
-    register_wrapper_attrs(
-        PassiveEnvChecker, ("checked_reset", "checked_step", "checked_render", "checked_data_reuse", "_previous_data")
-    )
-    try:
-        from sb3_contrib.common.wrappers import ActionMasker
-    except ImportError:  # pragma: no cover - sb3-contrib is a dependency
-        return
-    register_wrapper_attrs(ActionMasker, ())
-
-
-_register_builtin_wrappers()
+    :param cloner: the ``cloner`` argument of :class:`SimulatorWrapper`
+    :return: the cloner it names"""
+    if cloner is None:
+        return find_cloner(env) or DeepcopyCloner()
+    if isinstance(cloner, str):
+        if cloner == "deepcopy":
+            return DeepcopyCloner()
+        if cloner == "replay":
+            return ReplayCloner()
+        raise ValueError(f"SimulatorWrapper: unknown cloner {cloner!r}; use None, 'deepcopy', 'replay' or a Cloner")
+    if isinstance(cloner, Cloner):
+        return cloner
+    raise TypeError(f"SimulatorWrapper: cloner must be None, 'deepcopy', 'replay' or a Cloner, got {cloner!r}")
