@@ -9,6 +9,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 from gymnasium.wrappers import TimeLimit
+from minigrid.core.constants import DIR_TO_VEC
 from stable_baselines3.common.callbacks import BaseCallback
 
 from sb3_dirpg import DirPG
@@ -92,12 +93,39 @@ class LeakyEnv(SparseChainEnv):
         return obs, reward + 0.01 * _HIDDEN_STATE["calls"], terminated, truncated, info
 
 
-class LockedEnv(SparseChainEnv):
-    """Holds a lock, which cannot be deep-copied."""
+class CounterEnv(gym.Env):
+    """Custom env with in-place mutated list and array, RNG in step and a large static table."""
 
-    def __init__(self, length: int = 6) -> None:
-        super().__init__(length)
+    def __init__(self) -> None:
+        self.observation_space = spaces.Box(-np.inf, np.inf, shape=(3,), dtype=np.float64)
+        self.action_space = spaces.Discrete(3)
+        self.P = {i: list(range(10)) for i in range(200)}
+        self.history: list[int] = []
+        self.x = np.zeros(3)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.history = []
+        self.x = self.np_random.normal(size=3)
+        return self.x.copy(), {}
+
+    def step(self, action):
+        self.history.append(int(action))
+        self.x[int(action)] += self.np_random.normal()
+        reward = float(len(self.history) * self.x.sum())
+        return self.x.copy(), reward, False, len(self.history) >= 50, {}
+
+
+class LockedEnv(CounterEnv):
+    """Cannot be deepcopied: holds a lock."""
+
+    def __init__(self) -> None:
+        super().__init__()
         self.lock = threading.Lock()
+
+    def step(self, action):
+        with self.lock:
+            return super().step(action)
 
 
 class PoisonedChainEnv(SparseChainEnv):
@@ -156,3 +184,27 @@ class StopAfter(BaseCallback):
 
     def _on_step(self) -> bool:
         return self.n_calls < self.limit
+
+
+def face(env: gym.Env, target: tuple[int, int]) -> None:
+    """Put a MiniGrid agent on an empty cell next to ``target``, facing it.
+
+    :param env: a (wrapped) MiniGrid env
+    :param target: the cell to face
+    """
+    base = env.unwrapped
+    for direction, vec in enumerate(DIR_TO_VEC):
+        dx, dy = int(vec[0]), int(vec[1])
+        x, y = target[0] - dx, target[1] - dy
+        if 0 <= x < base.width and 0 <= y < base.height and base.grid.get(x, y) is None:
+            base.agent_pos, base.agent_dir = (x, y), direction
+            return
+    raise AssertionError(f"no empty cell next to {target}")
+
+
+def cells_of(env: gym.Env, kind: str) -> list[tuple[int, int]]:
+    """:param env: a (wrapped) MiniGrid env
+    :param kind: a world object type (``"door"``, ``"key"``, ``"goal"``, ...)
+    :return: the cells holding that kind of object, row by row"""
+    grid = env.unwrapped.grid
+    return [(k % grid.width, k // grid.width) for k, cell in enumerate(grid.grid) if cell is not None and cell.type == kind]

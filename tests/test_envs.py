@@ -12,13 +12,13 @@ import pytest
 from gymnasium.utils.env_checker import check_env as gym_check_env
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from minigrid.core.constants import DIR_TO_VEC
 from scipy import stats
 from stable_baselines3.common.env_checker import check_env as sb3_check_env
 
 import sb3_dirpg.envs  # noqa: F401  (registers the envs)
 from sb3_dirpg.envs import DeepSeaRiskEnv, SpanningTreeBanditEnv, make_minigrid_env
 from sb3_dirpg.simulator.registry import find_cloner
+from tests.helpers import cells_of, face
 
 TOGGLE, FORWARD, PICKUP, DROP = 5, 2, 3, 4
 
@@ -224,31 +224,15 @@ def test_deepsea_observation() -> None:
 
 
 # --- MiniGrid shaped reward -----------------------------------------------------------------------------------------
-def _face(env: gym.Env, target: tuple[int, int]) -> None:
-    """Put the agent on an empty cell next to ``target``, facing it."""
-    base = env.unwrapped
-    for direction, vec in enumerate(DIR_TO_VEC):
-        cell = (int(target[0] - vec[0]), int(target[1] - vec[1]))
-        if base.grid.get(*cell) is None:
-            base.agent_pos, base.agent_dir = cell, direction
-            return
-    raise AssertionError(f"no empty cell next to {target}")
-
-
-def _find(env: gym.Env, kind: str) -> tuple[int, int]:
-    grid = env.unwrapped.grid
-    return next((k % grid.width, k // grid.width) for k, c in enumerate(grid.grid) if c is not None and c.type == kind)
-
-
 def test_shaped_reward_multiroom_door_and_goal() -> None:
     env = make_minigrid_env("MiniGrid-MultiRoom-N2-S4-v0")
     obs, _ = env.reset(seed=0)
     assert set(obs) == {"image", "direction"} and obs["image"].shape == (7, 7, 3)
-    _face(env, _find(env, "door"))
+    face(env, cells_of(env, "door")[0])
     rewards = [env.step(TOGGLE)[1] for _ in range(3)]
     assert rewards == [30.0, -30.0, 30.0]
     assert env.step(0)[1] == 0.0
-    _face(env, _find(env, "goal"))
+    face(env, cells_of(env, "goal")[0])
     _, reward, terminated, truncated, info = env.step(FORWARD)
     assert reward == 100.0 and terminated and not truncated and 0 < info["minigrid_reward"] < 1
 
@@ -256,18 +240,18 @@ def test_shaped_reward_multiroom_door_and_goal() -> None:
 def test_shaped_reward_doorkey_pickup_drop_unlock() -> None:
     env = make_minigrid_env("MiniGrid-DoorKey-5x5-v0", pickup_reward=5.0)
     env.reset(seed=0)
-    door = _find(env, "door")
-    _face(env, door)
+    door = cells_of(env, "door")[0]
+    face(env, door)
     assert env.step(TOGGLE)[1] == 0.0  # locked, no key
-    _face(env, _find(env, "key"))
+    face(env, cells_of(env, "key")[0])
     assert [env.step(a)[1] for a in (PICKUP, DROP, PICKUP, PICKUP)] == [5.0, -5.0, 5.0, 0.0]
-    _face(env, door)
+    face(env, door)
     assert env.step(TOGGLE)[1] == 30.0  # unlock and open
 
 
 def test_unshaped_env_keeps_minigrid_reward() -> None:
     env = make_minigrid_env("MiniGrid-Empty-5x5-v0", shaped_reward=False)
     env.reset(seed=0)
-    _face(env, _find(env, "goal"))
+    face(env, cells_of(env, "goal")[0])
     _, reward, terminated, _, _ = env.step(FORWARD)
     assert terminated and 0 < reward < 1

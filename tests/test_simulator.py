@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import copy
-import threading
 
 import gymnasium as gym
 import minigrid  # noqa: F401  (registers the MiniGrid envs)
@@ -23,9 +22,9 @@ from sb3_dirpg.simulator import (
     register_cloner,
     strip_monitor,
 )
+from tests.helpers import CounterEnv, LockedEnv, cells_of, face
 
 # MiniGrid directions: 0 = +x, 1 = +y, 2 = -x, 3 = -y
-DIR_VEC = [(1, 0), (0, 1), (-1, 0), (0, -1)]
 TAXI_ID = "Taxi-v4" if "Taxi-v4" in gym.registry else "Taxi-v3"
 
 
@@ -36,27 +35,6 @@ def assert_obs_equal(a, b) -> None:
             assert_obs_equal(a[k], b[k])
     else:
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
-
-
-def face(env: gym.Env, target: tuple[int, int]) -> None:
-    """Teleport the MiniGrid agent onto a free cell next to ``target``, facing it."""
-    base = env.unwrapped
-    for d, (dx, dy) in enumerate(DIR_VEC):
-        x, y = target[0] - dx, target[1] - dy
-        if 0 <= x < base.width and 0 <= y < base.height and base.grid.get(x, y) is None:
-            base.agent_pos, base.agent_dir = (x, y), d
-            return
-    raise AssertionError(f"no free cell next to {target}")
-
-
-def positions(env: gym.Env, kind: str) -> list[tuple[int, int]]:
-    base = env.unwrapped
-    return [
-        (i, j)
-        for j in range(base.height)
-        for i in range(base.width)
-        if base.grid.get(i, j) is not None and base.grid.get(i, j).type == kind
-    ]
 
 
 def step_both(sim: gym.Env, ref: gym.Env, actions) -> None:
@@ -81,7 +59,7 @@ def test_minigrid_multiroom_doors_and_branching():
     assert sim.horizon == sim.unwrapped.max_steps
     ref = copy.deepcopy(sim.env)
     base = sim.unwrapped
-    doors = positions(sim, "door")
+    doors = cells_of(sim, "door")
     assert len(doors) >= 2
     door_objs = [base.grid.get(*p) for p in doors]
     assert not any(d.is_open for d in door_objs)
@@ -125,8 +103,8 @@ def test_minigrid_doorkey_pickup_and_toggle():
     sim = SimulatorWrapper(gym.make("MiniGrid-DoorKey-5x5-v0"))
     sim.reset(seed=1)
     base = sim.unwrapped
-    (key_pos,) = positions(sim, "key")
-    (door_pos,) = positions(sim, "door")
+    (key_pos,) = cells_of(sim, "key")
+    (door_pos,) = cells_of(sim, "door")
     key, door = base.grid.get(*key_pos), base.grid.get(*door_pos)
     assert door.is_locked and not door.is_open
 
@@ -243,29 +221,6 @@ def test_taxi_rainy_fickle():
 # ---------------------------------------------------------------------------- custom envs
 
 
-class CounterEnv(gym.Env):
-    """Custom env with in-place mutated list and array, RNG in step and a large static table."""
-
-    def __init__(self) -> None:
-        self.observation_space = spaces.Box(-np.inf, np.inf, shape=(3,), dtype=np.float64)
-        self.action_space = spaces.Discrete(3)
-        self.P = {i: list(range(10)) for i in range(200)}
-        self.history: list[int] = []
-        self.x = np.zeros(3)
-
-    def reset(self, *, seed=None, options=None):
-        super().reset(seed=seed)
-        self.history = []
-        self.x = self.np_random.normal(size=3)
-        return self.x.copy(), {}
-
-    def step(self, action):
-        self.history.append(int(action))
-        self.x[int(action)] += self.np_random.normal()
-        reward = float(len(self.history) * self.x.sum())
-        return self.x.copy(), reward, False, len(self.history) >= 50, {}
-
-
 def test_deepcopy_fallback_custom_env():
     env = CounterEnv()
     table, space = env.P, env.action_space
@@ -283,18 +238,6 @@ def test_deepcopy_fallback_custom_env():
             np.testing.assert_array_equal(o1, o2)
             assert r1 == r2
     assert env.P is table and env.action_space is space  # static objects are shared, not copied
-
-
-class LockedEnv(CounterEnv):
-    """Cannot be deepcopied: holds a lock."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.lock = threading.Lock()
-
-    def step(self, action):
-        with self.lock:
-            return super().step(action)
 
 
 def test_not_clonable_error():
@@ -331,7 +274,7 @@ def test_replay_fallback(seed):
         assert env.history == [0, 1, 2, 1, 0, 2]
 
 
-class LeakyEnv(gym.Env):
+class ForgottenCounterEnv(gym.Env):
     """Its ``bonus_left`` counter changes the reward; the cloner registered for it forgets that counter."""
 
     def __init__(self) -> None:
@@ -353,19 +296,19 @@ class LeakyEnv(gym.Env):
 
 
 def test_self_check_names_the_leaky_attribute():
-    register_cloner(LeakyEnv, FieldsCloner(("pos",)))
-    sim = SimulatorWrapper(LeakyEnv())
+    register_cloner(ForgottenCounterEnv, FieldsCloner(("pos",)))
+    sim = SimulatorWrapper(ForgottenCounterEnv())
     assert isinstance(sim.cloner, FieldsCloner)
     sim.reset(seed=0)
     with pytest.raises(NondeterministicEnvError) as info:
         sim.snapshot()
     message = str(info.value)
-    assert "LeakyEnv" in message and "bonus_left" in message
+    assert "ForgottenCounterEnv" in message and "bonus_left" in message
     assert "register_cloner" in message and "replay" in message
     # the check put the env back as it was
     assert (sim.unwrapped.pos, sim.unwrapped.bonus_left) == (0, 3)
     # the same env is fine with the replay cloner
-    sim = SimulatorWrapper(LeakyEnv(), cloner="replay")
+    sim = SimulatorWrapper(ForgottenCounterEnv(), cloner="replay")
     sim.reset(seed=0)
     sim.snapshot()
 
@@ -375,7 +318,7 @@ def test_self_check_names_obs_field():
         def __init__(self) -> None:
             self.value = 0
 
-    class ObsLeakEnv(LeakyEnv):
+    class ObsLeakEnv(ForgottenCounterEnv):
         def __init__(self) -> None:
             super().__init__()
             self.observation_space = spaces.Dict({"pos": spaces.Discrete(100), "hidden": spaces.Discrete(1000)})
