@@ -56,7 +56,9 @@ class VecSimulator:
     """Batch simulator over a list of :class:`~sb3_dirpg.simulator.SimulatorWrapper` instances.
 
     Episode ``e`` always runs on simulator ``e % len(simulators)`` (a snapshot belongs to the wrapper that made it).
-    Every step restores a snapshot first, so one simulator serves any number of episodes. A step that ends an episode
+    Every step starts from a snapshot, so one simulator serves any number of episodes; the restore is skipped when the
+    snapshot is the one this simulator took last (nothing has stepped it since), which is how a search usually goes
+    on down a trajectory. A step that ends an episode
     reports success when the env's info says ``is_success`` (SB3's convention); ``reports_success`` tells whether
     any episode end so far carried that key.
 
@@ -78,6 +80,7 @@ class VecSimulator:
         self._all_legal = np.ones(self.n_actions, dtype=bool)
         self.reports_success = False
         self._float_obs_keys = _float_observation_keys(simulators[0].observation_space)
+        self._current: list[Any] = [None] * len(self.simulators)  # per simulator: the snapshot of its current state
 
     @classmethod
     def from_vec_env(cls, venv: VecEnv, heuristic: Heuristic | None = None, algo: str = "DirPG") -> VecSimulator:
@@ -107,6 +110,7 @@ class VecSimulator:
             first = self.simulators[0]
             # a deep copy of an env chain that passed the self-check needs no check of its own
             self.simulators.append(SimulatorWrapper(copy.deepcopy(first.env), cloner=first.cloner_spec, self_check=False))
+            self._current.append(None)
 
     @property
     def horizon(self) -> int | None:
@@ -176,11 +180,15 @@ class VecSimulator:
         :return: the root states"""
         rows = []
         n_sims = len(self.simulators)
+        current = self._current
+        current[:] = [None] * n_sims
         for episode, seed in enumerate(seeds):
-            env = self.simulators[episode % n_sims]
+            index = episode % n_sims
+            env = self.simulators[index]
             obs, _ = env.reset(seed=int(seed))
             bounds = self._bounds(env) if self.heuristic is not None else (-np.inf, np.inf)
-            rows.append((obs, 0.0, False, env.action_masks(), env.snapshot(), bounds))
+            snapshot = current[index] = env.snapshot()
+            rows.append((obs, 0.0, False, env.action_masks(), snapshot, bounds))
         trans = self._transitions(rows, [False] * len(rows))
         self._check_finite(rows, trans.rewards, range(len(rows)), f"at reset(seed={list(seeds)})")
         return trans
@@ -192,10 +200,14 @@ class VecSimulator:
         :return: the states reached (terminal states get no snapshot)"""
         rows, success = [], []
         n_sims = len(self.simulators)
+        current = self._current
         no_bounds = (0.0, 0.0)
         for snapshot, action, episode in zip(snapshots, actions.tolist(), episodes.tolist()):
-            env = self.simulators[episode % n_sims]
-            env.restore(snapshot)
+            index = episode % n_sims
+            env = self.simulators[index]
+            if current[index] is not snapshot:
+                env.restore(snapshot)
+            current[index] = None
             obs, reward, terminated, truncated, info = env.step(action + self._start)
             if terminated or truncated:
                 rows.append((obs, float(reward), True, self._all_legal, None, no_bounds))
@@ -205,7 +217,8 @@ class VecSimulator:
                 continue
             success.append(False)
             bounds = self._bounds(env) if self.heuristic is not None else no_bounds
-            rows.append((obs, float(reward), False, env.action_masks(), env.snapshot(), bounds))
+            snapshot = current[index] = env.snapshot()
+            rows.append((obs, float(reward), False, env.action_masks(), snapshot, bounds))
         trans = self._transitions(rows, success)
         self._check_finite(rows, trans.rewards, episodes, "after a step")
         return trans
