@@ -16,11 +16,11 @@ import numpy as np
 
 from sb3_dirpg.search.gumbel import masked_log_softmax, masked_logsumexp, truncate_gumbel
 from sb3_dirpg.search.protocols import BatchSimulator, PolicyFunction, Transitions
+from sb3_dirpg.search.state import Phase, SearchState
 from sb3_dirpg.search.tree import SearchTree
 
 PRIORITIES = ("gumbel", "astar")
 BOUND_TOLERANCE = 1e-6  # relative (to max(1, |return-to-go|)) slack before a bound counts as violated
-_OPT, _DIR, _DONE = 0, 1, 2
 
 
 @dataclass(frozen=True)
@@ -237,14 +237,18 @@ class TopDownSearch:
     # -- priorities and bounds, vectorised over regions ------------------------------------------------------
 
     def _bound(self, tree: SearchTree, g: np.ndarray, nodes: np.ndarray) -> np.ndarray:
-        """Upper bound of ``D`` over the trajectories of regions with Gumbels ``g`` at ``nodes``."""
+        """:param tree: the search tree
+        :param g: the regions' Gumbels
+        :param nodes: the regions' nodes
+        :return: an upper bound of ``D`` over the trajectories of each region"""
         eps = self.config.epsilon
         rest = tree.nodes.upper[nodes] if eps > 0 else tree.nodes.lower[nodes]
         return g + eps * (tree.nodes.ret[nodes] + rest)
 
-    def _priority(self, tree: SearchTree, g: np.ndarray, nodes: np.ndarray, phase: int) -> np.ndarray:
+    def _dir_priority(self, tree: SearchTree, g: np.ndarray, nodes: np.ndarray) -> np.ndarray:
+        """Priority of regions with Gumbels ``g`` at ``nodes`` in the ``a_dir`` search (``a_opt`` is sampled by ``G``)."""
         cfg = self.config
-        if phase == _OPT or cfg.priority == "gumbel":
+        if cfg.priority == "gumbel":
             return g
         prio = g + cfg.epsilon * tree.nodes.ret[nodes]
         if cfg.alpha > 0:
@@ -252,66 +256,67 @@ class TopDownSearch:
             prio = prio + cfg.epsilon * cfg.alpha * rest
         return prio
 
-    def _push(
-        self,
-        tree: SearchTree,
-        regions: np.ndarray,
-        eps: np.ndarray,
-        heaps: list[list],
-        phase: list[int],
-        d_best: list[float],
-        results: list[EpisodeSearch],
-        follow: list[tuple[float, int] | None] | None = None,
-    ) -> None:
+    def _push(self, state: SearchState, regions: np.ndarray, episodes: np.ndarray, follow: bool = False) -> None:
         """Push regions onto the heaps of their episodes, pruning those that cannot beat the best ``D`` so far.
 
-        With ``follow``, each region becomes its episode's next region to expand instead (depth-first; at most one
-        region per episode).
+        :param state: the search state
+        :param regions: region ids
+        :param episodes: the episode of each region
+        :param follow: make each region its episode's next region to expand instead (depth-first; at most one region
+            per episode)
         """
         if regions.size == 0:
             return
+        tree = state.tree
         g_arr = tree.regions.G[regions]
         nodes = tree.regions.node[regions]
-        prio_dir = self._priority(tree, g_arr, nodes, _DIR).tolist()
+        prio_dir = self._dir_priority(tree, g_arr, nodes).tolist()
         bound = self._bound(tree, g_arr, nodes).tolist()
         g = g_arr.tolist()
         prune = self.config.prune
-        for i, (r, e) in enumerate(zip(regions.tolist(), eps.tolist())):
-            if phase[e] == _DIR and prune and bound[i] <= d_best[e]:
-                results[e].pruned += 1
-            elif follow is not None:
-                follow[e] = (bound[i], r)
+        phase, d_best, heaps, outcomes = state.phase, state.d_best, state.heaps, state.outcomes
+        for i, (r, e) in enumerate(zip(regions.tolist(), episodes.tolist())):
+            if phase[e] is Phase.DIR and prune and bound[i] <= d_best[e]:
+                outcomes[e].pruned += 1
+            elif follow:
+                state.follow[e] = (bound[i], r)
             else:
-                heapq.heappush(heaps[e], (-(g[i] if phase[e] == _OPT else prio_dir[i]), bound[i], r))
+                heapq.heappush(heaps[e], (-(g[i] if phase[e] is Phase.OPT else prio_dir[i]), bound[i], r))
 
-    def _pop(self, e: int, heaps: list[list], follow: list[tuple[float, int] | None], phase: list[int],
-             d_best: list[float], results: list[EpisodeSearch]) -> int:  # fmt: skip
+    def _pop(self, state: SearchState, e: int) -> int:
         """Take episode ``e``'s next region: the followed child (depth-first), else the heap's best; regions that can no
         longer beat the best ``D`` are pruned on the way.
 
+        :param state: the search state
+        :param e: the episode
         :return: the region, or -1 when none is left
         """
-        prune = self.config.prune and phase[e] == _DIR
-        followed, follow[e] = follow[e], None
+        prune = self.config.prune and state.phase[e] is Phase.DIR
+        d_best, outcome = state.d_best[e], state.outcomes[e]
+        followed, state.follow[e] = state.follow[e], None
         if followed is not None:
-            if not (prune and followed[0] <= d_best[e]):
+            if not (prune and followed[0] <= d_best):
                 return followed[1]
-            results[e].pruned += 1
-        heap = heaps[e]
+            outcome.pruned += 1
+        heap = state.heaps[e]
         while heap:
             _, bound, region = heapq.heappop(heap)
-            if prune and bound <= d_best[e]:
-                results[e].pruned += 1
+            if prune and bound <= d_best:
+                outcome.pruned += 1
                 continue
             return region
         return -1
 
-    def _reprioritise(self, tree: SearchTree, e: int, heaps: list[list], phase: list[int], d_best: list[float],
-                      results: list[EpisodeSearch]) -> None:  # fmt: skip
-        """Rebuild the heap of episode ``e`` with the ``a_dir`` priority."""
-        regions = np.fromiter((entry[2] for entry in heaps[e]), dtype=np.int64, count=len(heaps[e]))
-        heaps[e] = []
-        self._push(tree, regions, np.full(regions.size, e), heaps, phase, d_best, results)
+    def _reprioritise(self, state: SearchState, e: int) -> None:
+        """Rebuild the heap of episode ``e`` with the ``a_dir`` priority.
+
+        :param state: the search state
+        :param e: the episode
+        """
+        heap = state.heaps[e]
+        regions = np.fromiter((entry[2] for entry in heap), dtype=np.int64, count=len(heap))
+        state.heaps[e] = []
+        self._push(state, regions, np.full(regions.size, e))
 
     # -- the search ------------------------------------------------------------------------------------------
 
@@ -344,7 +349,6 @@ class TopDownSearch:
         n_eps = len(seeds)
         tree = SearchTree(self.n_actions, capacity=n_eps * (min(cfg.budget, 256) + (cfg.horizon or 32) + 1))
         root = self.simulator.reset(seeds)
-        self._check_bounds = root.upper is not None if cfg.epsilon > 0 else root.lower is not None
         episodes_idx = np.arange(n_eps)
         _check_masks(np.asarray(root.masks, dtype=bool), np.zeros(n_eps, bool), episodes_idx, "at the root")
         lower, upper = self._bounds_of(root, np.zeros(n_eps, dtype=np.int64))
@@ -359,23 +363,19 @@ class TopDownSearch:
         g_root = -np.log(np.array([r.standard_exponential() for r in rngs]))  # Gumbel(0)
         root_regions = tree.add_regions(root_ids, np.asarray(root.masks, dtype=bool), g_root)
 
-        results = [EpisodeSearch(seed=int(s)) for s in seeds]
-        heaps: list[list] = [[] for _ in range(n_eps)]
-        follow: list[tuple[float, int] | None] = [None] * n_eps
-        phase = [_OPT] * n_eps
-        d_best = [-np.inf] * n_eps
-        self._push(tree, root_regions, episodes_idx, heaps, phase, d_best, results)
-        search_interactions = np.zeros(n_eps, dtype=np.int64)
+        check_bounds = root.upper is not None if cfg.epsilon > 0 else root.lower is not None
+        state = SearchState.start(tree, rngs, [EpisodeSearch(seed=int(s)) for s in seeds], check_bounds)
+        self._push(state, root_regions, episodes_idx)
         stopped = False
 
         while True:
             popped_eps, popped_regions = [], []
             for e in range(n_eps):
-                if phase[e] == _DONE:
+                if state.phase[e] is Phase.DONE:
                     continue
-                region = self._pop(e, heaps, follow, phase, d_best, results)
+                region = self._pop(state, e)
                 if region < 0:
-                    phase[e] = _DONE
+                    state.phase[e] = Phase.DONE
                     continue
                 popped_eps.append(e)
                 popped_regions.append(region)
@@ -383,14 +383,14 @@ class TopDownSearch:
                 break
             eps_arr = np.asarray(popped_eps, dtype=np.int64)
             regs = np.asarray(popped_regions, dtype=np.int64)
-            self._expand(tree, eps_arr, regs, rngs, results, heaps, follow, phase, d_best, search_interactions)
+            self._expand(state, eps_arr, regs)
             if on_iteration is not None and on_iteration(len(popped_eps)) is False:
                 stopped = True
                 break
 
-        for e, ep in enumerate(results):
-            ep.interactions = int(ep.length_opt + search_interactions[e])
-        return SearchResult(tree=tree, episodes=results, stopped=stopped)
+        for e, ep in enumerate(state.outcomes):
+            ep.interactions = int(ep.length_opt + state.search_interactions[e])
+        return SearchResult(tree=tree, episodes=state.outcomes, stopped=stopped)
 
     def _bounds_of(self, trans: Transitions, depth: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         n = len(trans.obs)
@@ -409,20 +409,11 @@ class TopDownSearch:
         tree.nodes.log_pi[todo] = masked_log_softmax(logits, legal)
         tree.nodes.evaluated[todo] = True
 
-    def _expand(
-        self,
-        tree: SearchTree,
-        eps_arr: np.ndarray,
-        regs: np.ndarray,
-        rngs: list[np.random.Generator],
-        results: list[EpisodeSearch],
-        heaps: list[list],
-        follow: list[tuple[float, int] | None],
-        phase: list[int],
-        d_best: list[float],
-        search_interactions: np.ndarray,
-    ) -> None:
+    def _expand(self, state: SearchState, eps_arr: np.ndarray, regs: np.ndarray) -> None:
         cfg = self.config
+        tree, rngs, results, phase, search_interactions = (
+            state.tree, state.rngs, state.outcomes, state.phase, state.search_interactions
+        )
         uniforms = np.empty(len(regs))
         exponentials = np.empty(len(regs))
         for i, e in enumerate(eps_arr.tolist()):  # each episode draws from its own stream, in a fixed order
@@ -469,7 +460,7 @@ class TopDownSearch:
             success=trans.success,
         )  # fmt: skip
         for e in eps_arr.tolist():
-            if phase[e] == _DIR:
+            if phase[e] is Phase.DIR:
                 search_interactions[e] += 1
             else:
                 results[e].length_opt += 1
@@ -477,19 +468,17 @@ class TopDownSearch:
         rest_regions = tree.add_regions(nodes[has_rest], rest[has_rest], g_rest[has_rest])
         open_children = ~terminal
         child_regions = tree.add_regions(children[open_children], masks[open_children], g[open_children])
-        self._push(tree, rest_regions, eps_arr[has_rest], heaps, phase, d_best, results)
-        self._push(tree, child_regions, eps_arr[open_children], heaps, phase, d_best, results,
-                   follow if cfg.depth_first else None)  # fmt: skip
+        self._push(state, rest_regions, eps_arr[has_rest])
+        self._push(state, child_regions, eps_arr[open_children], follow=cfg.depth_first)
 
         returns = tree.nodes.ret[children]
         d_values = g + cfg.epsilon * returns
         for i in np.flatnonzero(terminal).tolist():
             e = int(eps_arr[i])
-            self._on_trajectory(tree, e, int(children[i]), float(g[i]), float(returns[i]), float(d_values[i]),
-                                results, heaps, phase, d_best, search_interactions)  # fmt: skip
+            self._on_trajectory(state, e, int(children[i]), float(g[i]), float(returns[i]), float(d_values[i]))
         for e in eps_arr.tolist():
-            if phase[e] == _DIR and search_interactions[e] >= cfg.budget:
-                phase[e] = _DONE
+            if phase[e] is Phase.DIR and search_interactions[e] >= cfg.budget:
+                phase[e] = Phase.DONE
 
     def _record_bound_violation(self, tree: SearchTree, ep: EpisodeSearch, leaf: int) -> None:
         """Runtime admissibility check: compare the bound of every node on a complete trajectory with the return-to-go
@@ -508,48 +497,36 @@ class TopDownSearch:
         if gap_at_node > ep.bound_gap:
             ep.bound_gap, ep.bound_gap_depth = gap_at_node, depth
 
-    def _on_trajectory(
-        self,
-        tree: SearchTree,
-        e: int,
-        leaf: int,
-        g: float,
-        ret: float,
-        d: float,
-        results: list[EpisodeSearch],
-        heaps: list[list],
-        phase: list[int],
-        d_best: list[float],
-        search_interactions: np.ndarray,
-    ) -> None:
+    def _on_trajectory(self, state: SearchState, e: int, leaf: int, g: float, ret: float, d: float) -> None:
         cfg = self.config
-        ep = results[e]
+        tree, phase, d_best = state.tree, state.phase, state.d_best
+        ep = state.outcomes[e]
         ep.trajectories += 1
-        if self._check_bounds:
+        if state.check_bounds:
             self._record_bound_violation(tree, ep, leaf)
         if cfg.record_trajectories:
             ep.recorded.append(CompletedTrajectory(leaf=leaf, g=g, ret=ret, d=d))
         success = bool(tree.nodes.success[leaf])
-        if phase[e] == _OPT:
+        if phase[e] is Phase.OPT:
             ep.opt_leaf = ep.dir_leaf = leaf
             ep.reward_sum_opt = tree.undiscounted_return(leaf)
             ep.g_opt, ep.return_opt, ep.return_dir, ep.d_opt, ep.d_dir = g, ret, ret, d, d
             ep.success_opt = ep.success_dir = success
             d_best[e] = d
-            phase[e] = _DIR
+            phase[e] = Phase.DIR
             if cfg.priority != "gumbel" and not (cfg.stop_on_success and success):
-                self._reprioritise(tree, e, heaps, phase, d_best, results)
-        elif phase[e] == _DIR and d > d_best[e]:
+                self._reprioritise(state, e)
+        elif phase[e] is Phase.DIR and d > d_best[e]:
             if ep.interactions_to_improvement is None:
-                ep.interactions_to_improvement = int(search_interactions[e])
+                ep.interactions_to_improvement = int(state.search_interactions[e])
             ep.dir_leaf, ep.return_dir, ep.d_dir, ep.success_dir = leaf, ret, d, success
             d_best[e] = d
             if cfg.early_stop and cfg.max_trajectories is None:
-                phase[e] = _DONE
+                phase[e] = Phase.DONE
         if cfg.max_trajectories is not None and ep.trajectories >= cfg.max_trajectories:
-            phase[e] = _DONE
+            phase[e] = Phase.DONE
         if cfg.stop_on_success and success:
-            phase[e] = _DONE
+            phase[e] = Phase.DONE
 
 
 def gumbel_top_k(
