@@ -150,21 +150,6 @@ class EpisodeSearch:
 
 
 @dataclass
-class UpdateSteps:
-    """The (state, action) pairs on which ``a_dir`` and ``a_opt`` differ, for all episodes of a batch.
-
-    ``sign`` is +1 for steps of ``a_dir`` and -1 for steps of ``a_opt``; shared prefixes are left out since their
-    log-probabilities cancel in ``log P(a_dir) - log P(a_opt)``.
-    """
-
-    obs: list
-    masks: np.ndarray
-    actions: np.ndarray
-    signs: np.ndarray
-    episodes: np.ndarray
-
-
-@dataclass
 class SearchResult:
     """The tree and per-episode outcomes of a batch of searches (``stopped``: interrupted by ``on_iteration``)."""
 
@@ -176,31 +161,6 @@ class SearchResult:
         """:param leaf: a node id
         :return: the actions leading to it"""
         return self.tree.actions(leaf)
-
-    def update_steps(self) -> UpdateSteps:
-        """:return: the steps where ``a_dir`` and ``a_opt`` differ, over all improved episodes"""
-        nodes, acts, signs, eps = [], [], [], []
-        for index, ep in enumerate(self.episodes):
-            if not ep.improved:
-                continue
-            path_opt, path_dir = self.tree.path(ep.opt_leaf), self.tree.path(ep.dir_leaf)
-            common = 0
-            while common < min(len(path_opt), len(path_dir)) and path_opt[common] == path_dir[common]:
-                common += 1
-            for path, sign in ((path_dir, 1.0), (path_opt, -1.0)):
-                for i in range(common - 1, len(path) - 1):
-                    nodes.append(path[i])
-                    acts.append(self.tree.nodes.action[path[i + 1]])
-                    signs.append(sign)
-                    eps.append(index)
-        nodes_arr = np.asarray(nodes, dtype=np.int64)
-        return UpdateSteps(
-            obs=[self.tree.obs[i] for i in nodes],
-            masks=self.tree.nodes.legal[nodes_arr],
-            actions=np.asarray(acts, dtype=np.int64),
-            signs=np.asarray(signs, dtype=np.float64),
-            episodes=np.asarray(eps, dtype=np.int64),
-        )
 
 
 @contextlib.contextmanager
@@ -217,6 +177,13 @@ def _cyclic_gc_paused() -> Iterator[None]:
 
 
 def _check_masks(masks: np.ndarray, terminal: np.ndarray, episodes: np.ndarray, where: str) -> None:
+    """Refuse a non-terminal state without legal actions.
+
+    :param masks: legal actions, bool, shape (k, n_actions)
+    :param terminal: whether each state ends its trajectory, bool, shape (k,)
+    :param episodes: the episode of each state, shape (k,)
+    :param where: where the states come from, for the message
+    """
     empty = ~masks.any(axis=1) & ~terminal
     if empty.any():
         raise ValueError(
