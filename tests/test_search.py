@@ -13,6 +13,7 @@ import pytest
 import torch
 from scipy import stats
 
+from sb3_dirpg.dirpg.update import update_steps
 from sb3_dirpg.search import SearchConfig, TopDownSearch, gumbel_top_k, masked_log_softmax, truncated_gumbel
 from tests.tabular import TabularMDP, log_prob_torch, tabular_policy
 
@@ -148,7 +149,7 @@ def exact_objective_gradient(mdp: TabularMDP, theta: np.ndarray, epsilon: float 
 def dirpg_updates(mdp: TabularMDP, theta: np.ndarray, epsilon: float, n: int, seed: int, **config) -> np.ndarray:
     """Per-episode DirPG updates (1/ε)[∇log P(a_dir) − ∇log P(a_opt)], shape (n, n_obs * n_actions)."""
     result = run_search(mdp, theta, n, seed, epsilon=epsilon, **config)
-    steps = result.update_steps()
+    steps = update_steps(result)
     pi = np.exp(masked_log_softmax(theta, mdp.mask_table()))
     obs = np.asarray(steps.obs, dtype=np.int64)
     score = -pi[obs] * mdp.mask_table()[obs]
@@ -221,7 +222,7 @@ def test_early_stop_search_converges_to_best_arm() -> None:
     rng = np.random.default_rng(18)
     for _ in range(400):
         result = search.run(list(range(32)), rng)
-        steps = result.update_steps()
+        steps = update_steps(result)
         pi = np.exp(masked_log_softmax(theta[:1], np.ones((1, n_arms), bool)))[0]
         grad = np.zeros(n_arms)
         for a, sign in zip(steps.actions, steps.signs):

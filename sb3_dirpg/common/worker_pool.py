@@ -12,7 +12,7 @@ import pickle
 from collections.abc import Sequence
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym
 import numpy as np
@@ -21,9 +21,12 @@ from stable_baselines3.common.vec_env.base_vec_env import CloudpickleWrapper
 from sb3_dirpg.common.batched_policy import BatchedPolicy, ObservationTransform
 from sb3_dirpg.common.policies import DirPGPolicy
 from sb3_dirpg.common.vec_simulator import VecSimulator
-from sb3_dirpg.search import EpisodeSearch, SearchConfig, SearchResult, TopDownSearch, UpdateSteps
+from sb3_dirpg.search import EpisodeSearch, SearchConfig, SearchResult, TopDownSearch
 from sb3_dirpg.search.protocols import Heuristic
 from sb3_dirpg.simulator import SimulatorWrapper
+
+if TYPE_CHECKING:
+    from sb3_dirpg.dirpg.update import UpdateSteps
 
 
 @dataclass
@@ -37,7 +40,9 @@ class SearchShare:
     def of(cls, result: SearchResult) -> SearchShare:
         """:param result: a search result
         :return: its compact form"""
-        return cls(episodes=result.episodes, steps=result.update_steps())
+        from sb3_dirpg.dirpg.update import update_steps  # here: sb3_dirpg.dirpg imports this module
+
+        return cls(episodes=result.episodes, steps=update_steps(result))
 
 
 def merge_shares(shares: Sequence[SearchShare]) -> SearchShare:
@@ -46,6 +51,8 @@ def merge_shares(shares: Sequence[SearchShare]) -> SearchShare:
     :param shares: the shares, in episode order
     :return: one share for the whole batch
     """
+    from sb3_dirpg.dirpg.update import UpdateSteps  # here: sb3_dirpg.dirpg imports this module
+
     episodes: list[EpisodeSearch] = []
     obs: list = []
     masks, actions, signs, eps = [], [], [], []

@@ -9,7 +9,6 @@ from sb3_dirpg.search.top_down import (
     SearchConfig,
     SearchResult,
     TopDownSearch,
-    UpdateSteps,
     gumbel_top_k,
 )
 from sb3_dirpg.search.tree import SearchTree
@@ -26,7 +25,6 @@ __all__ = [
     "SearchTree",
     "TopDownSearch",
     "Transitions",
-    "UpdateSteps",
     "gumbel_top_k",
     "masked_log_softmax",
     "masked_logsumexp",

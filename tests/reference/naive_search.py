@@ -20,7 +20,8 @@ import numpy as np
 from stable_baselines3.common.callbacks import BaseCallback
 
 from sb3_dirpg.dirpg import DirPG
-from sb3_dirpg.search import EpisodeSearch, SearchConfig, UpdateSteps, masked_log_softmax, masked_logsumexp, truncate_gumbel
+from sb3_dirpg.dirpg.update import UpdateSteps, update_steps
+from sb3_dirpg.search import EpisodeSearch, SearchConfig, masked_log_softmax, masked_logsumexp, truncate_gumbel
 from sb3_dirpg.simulator import strip_monitor
 
 
@@ -73,27 +74,30 @@ class NaiveSearchResult:
     def actions(self, leaf: int) -> list[int]:
         return [n.action for n in self.tree.nodes[leaf].path()[1:]]
 
-    def update_steps(self) -> UpdateSteps:
-        obs, masks, acts, signs, eps = [], [], [], [], []
-        for index, ep in enumerate(self.episodes):
-            if not ep.improved:
-                continue
-            path_opt, path_dir = self.tree.nodes[ep.opt_leaf].path(), self.tree.nodes[ep.dir_leaf].path()
-            common = 0
-            while common < min(len(path_opt), len(path_dir)) and path_opt[common] is path_dir[common]:
-                common += 1
-            for path, sign in ((path_dir, 1.0), (path_opt, -1.0)):
-                for i in range(common - 1, len(path) - 1):
-                    obs.append(path[i].obs)
-                    masks.append(path[i].legal)
-                    acts.append(path[i + 1].action)
-                    signs.append(sign)
-                    eps.append(index)
-        n_actions = len(self.tree.nodes[0].legal) if self.tree.nodes else 0
-        return UpdateSteps(
-            obs=obs, masks=np.asarray(masks, dtype=bool).reshape(-1, n_actions), actions=np.asarray(acts, dtype=np.int64),
-            signs=np.asarray(signs), episodes=np.asarray(eps, dtype=np.int64),
-        )  # fmt: skip
+
+@update_steps.register(NaiveSearchResult)
+def naive_update_steps(result: NaiveSearchResult) -> UpdateSteps:
+    """The update steps of the naive search, built from its node objects (what DirPG's update gets from it)."""
+    obs, masks, acts, signs, eps = [], [], [], [], []
+    for index, ep in enumerate(result.episodes):
+        if not ep.improved:
+            continue
+        path_opt, path_dir = result.tree.nodes[ep.opt_leaf].path(), result.tree.nodes[ep.dir_leaf].path()
+        common = 0
+        while common < min(len(path_opt), len(path_dir)) and path_opt[common] is path_dir[common]:
+            common += 1
+        for path, sign in ((path_dir, 1.0), (path_opt, -1.0)):
+            for i in range(common - 1, len(path) - 1):
+                obs.append(path[i].obs)
+                masks.append(path[i].legal)
+                acts.append(path[i + 1].action)
+                signs.append(sign)
+                eps.append(index)
+    n_actions = len(result.tree.nodes[0].legal) if result.tree.nodes else 0
+    return UpdateSteps(
+        obs=obs, masks=np.asarray(masks, dtype=bool).reshape(-1, n_actions), actions=np.asarray(acts, dtype=np.int64),
+        signs=np.asarray(signs), episodes=np.asarray(eps, dtype=np.int64),
+    )  # fmt: skip
 
 
 def _legal(env: gym.Env, n_actions: int) -> np.ndarray:

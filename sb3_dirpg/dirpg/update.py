@@ -1,0 +1,84 @@
+"""The steps of a DirPG update: where ``a_dir`` and ``a_opt`` differ. Pure numpy (no torch), so search workers can build
+them and send them to the learner.
+
+The update is ``(1/ε)[∇log P(a_dir) − ∇log P(a_opt)]``; the log-probabilities of a shared prefix cancel, so only the
+steps after the two trajectories part are kept, with sign +1 on ``a_dir``'s and −1 on ``a_opt``'s.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from sb3_dirpg.search import SearchResult
+
+
+@dataclass
+class UpdateSteps:
+    """The (state, action) pairs on which ``a_dir`` and ``a_opt`` differ, for all episodes of a batch (``m`` steps).
+
+    :param obs: the observation of each step's state, ``m`` entries
+    :param masks: the legal actions in each step's state, bool, shape (m, n_actions)
+    :param actions: the action taken, int64, shape (m,)
+    :param signs: +1.0 for a step of ``a_dir``, -1.0 for a step of ``a_opt``, float64, shape (m,)
+    :param episodes: the index of each step's episode in the batch, int64, shape (m,)
+    """
+
+    obs: list
+    masks: np.ndarray
+    actions: np.ndarray
+    signs: np.ndarray
+    episodes: np.ndarray
+
+
+def shared_prefix_length(path_a: Sequence[int], path_b: Sequence[int]) -> int:
+    """:param path_a: node ids from the root
+    :param path_b: node ids from the same root
+    :return: the number of leading nodes the two paths share (1 or more: the root)"""
+    common = 0
+    while common < min(len(path_a), len(path_b)) and path_a[common] == path_b[common]:
+        common += 1
+    return common
+
+
+@functools.singledispatch
+def update_steps(result: Any) -> UpdateSteps:
+    """The steps where ``a_dir`` and ``a_opt`` differ, over all improved episodes of a search result.
+
+    Implemented for :class:`~sb3_dirpg.search.SearchResult`; another search registers its own result type with
+    ``@update_steps.register``.
+
+    :param result: the result of a batch of searches
+    :return: the steps, episode by episode; in each, those of ``a_dir`` then those of ``a_opt``, from where they part
+    """
+    raise TypeError(f"update_steps() does not know {type(result).__name__}; register it with @update_steps.register")
+
+
+@update_steps.register(SearchResult)
+def _search_result_steps(result: SearchResult) -> UpdateSteps:
+    """:param result: the result of a :class:`~sb3_dirpg.search.TopDownSearch`
+    :return: its update steps (see :func:`update_steps`)"""
+    tree = result.tree
+    nodes, actions, signs, episodes = [], [], [], []
+    for index, ep in enumerate(result.episodes):
+        if not ep.improved:
+            continue
+        path_opt, path_dir = tree.path(ep.opt_leaf), tree.path(ep.dir_leaf)
+        start = shared_prefix_length(path_opt, path_dir) - 1  # the last shared node: the first state where they differ
+        for path, sign in ((path_dir, 1.0), (path_opt, -1.0)):
+            for i in range(start, len(path) - 1):
+                nodes.append(path[i])
+                actions.append(tree.nodes.action[path[i + 1]])
+                signs.append(sign)
+                episodes.append(index)
+    return UpdateSteps(
+        obs=[tree.obs[i] for i in nodes],
+        masks=tree.nodes.legal[np.asarray(nodes, dtype=np.int64)],
+        actions=np.asarray(actions, dtype=np.int64),
+        signs=np.asarray(signs, dtype=np.float64),
+        episodes=np.asarray(episodes, dtype=np.int64),
+    )
