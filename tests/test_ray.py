@@ -6,6 +6,7 @@ The tests share one local two-node Ray cluster (one CPU per node, on the loopbac
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import sys
@@ -65,31 +66,32 @@ def run(model: DirPG, n: int = 1_000) -> tuple[th.Tensor, int, list[float]]:
     return params(model), model.num_timesteps, [ep["r"] for ep in model.ep_info_buffer]
 
 
-def test_same_training_run_for_every_backend_and_number_of_workers(cluster: Cluster, tmp_path: Path) -> None:
+def assert_same_run(model: DirPG, reference: tuple[th.Tensor, int, list[float]]) -> None:
+    p, n, returns = run(model)
+    assert (n, returns) == reference[1:]
+    assert th.allclose(p, reference[0], atol=1e-6)
+
+
+def test_one_actor_gives_the_same_run_as_one_process_and_as_a_worker_process(cluster: Cluster, tmp_path: Path) -> None:
     reference = run(cartpole())
     process = cartpole(n_workers=1)
-    p, n, returns = run(process)
+    assert_same_run(process, reference)
     process.close_workers()
-    assert (n, returns) == reference[1:] and th.allclose(p, reference[0], atol=1e-6)
-    for n_workers in (1, 2):
-        model = cartpole(n_workers=n_workers, parallel_backend="ray")
-        p, n, returns = run(model)
-        assert (n, returns) == reference[1:], n_workers
-        assert th.allclose(p, reference[0], atol=1e-6), n_workers
-        pool = model._worker_pool
-        assert isinstance(pool, RaySearchPool) and pool.n_workers == n_workers and pool.replaced == 0
-        # the actors searched every batch with the simulators they built at the start
-        infos = ray.get([actor.info.remote() for actor in pool.actors])
-        assert all(info["batches"] == pool.batch_id > 1 for info in infos), infos
-        model.learn(100, reset_num_timesteps=False)
-        assert model._worker_pool is pool
-        assert [info["pid"] for info in ray.get([actor.info.remote() for actor in pool.actors])] == [i["pid"] for i in infos]
-        # saved with the backend, never with the actors
-        model.save(tmp_path / "model")
-        loaded = DirPG.load(tmp_path / "model")
-        assert (loaded.parallel_backend, loaded.n_workers, loaded._worker_pool) == ("ray", n_workers, None)
-        model.close_workers()
-        assert model._worker_pool is None
+    model = cartpole(n_workers=1, parallel_backend="ray")
+    assert_same_run(model, reference)
+    pool = model._worker_pool
+    assert isinstance(pool, RaySearchPool) and pool.n_workers == 1 and pool.replaced == 0
+    # the actor searched every batch with the simulators it built at the start, and goes on with them
+    (info,) = ray.get([actor.info.remote() for actor in pool.actors])
+    assert info["batches"] == pool.batch_id > 1
+    model.learn(100, reset_num_timesteps=False)
+    assert model._worker_pool is pool and ray.get(pool.actors[0].info.remote())["pid"] == info["pid"]
+    # saved with the backend, never with the actors
+    model.save(tmp_path / "model")
+    loaded = DirPG.load(tmp_path / "model")
+    assert (loaded.parallel_backend, loaded.n_workers, loaded._worker_pool) == ("ray", 1, None)
+    model.close_workers()
+    assert model._worker_pool is None
 
 
 class KillActorMidBatch(BaseCallback):
@@ -148,16 +150,18 @@ def test_interrupt_mid_batch_then_learn_again_with_new_actors(cluster: Cluster) 
     model.close_workers()
 
 
-def test_the_pool_joins_the_cluster_named_by_ray_address(cluster: Cluster) -> None:
+def test_two_actors_on_the_cluster_named_by_ray_address_give_the_same_run(cluster: Cluster) -> None:
+    reference = run(cartpole())
     ray.shutdown()  # this process leaves the cluster; the cluster keeps running
-    model = cartpole()
-    pool = RaySearchPool(model.env.unwrapped.envs[0].unwrapped, None, model.policy, model._obs_transform, n_workers=2)
-    assert pool.connection == "address"
+    model = cartpole(n_workers=2, parallel_backend="ray")
+    assert_same_run(model, reference)
+    pool = model._worker_pool
+    assert pool.connection == "address" and pool.replaced == 0
     assert ray.get_runtime_context().gcs_address == cluster.address
     assert len([node for node in ray.nodes() if node["Alive"]]) == 2  # the cluster's nodes, no local instance
     nodes = {ray.get(actor.info.remote())["node"] for actor in pool.actors}
     assert len(nodes) == 2, "the actors were not spread over the nodes"
-    pool.close()
+    model.close_workers()
 
 
 def test_connect_keeps_a_connection_else_follows_ray_address_else_starts_locally(monkeypatch) -> None:
@@ -192,3 +196,16 @@ def test_ray_extra_declares_ray() -> None:
         "optional-dependencies"
     ]
     assert any(req.startswith("ray") for req in extras["ray"]) and any(req.startswith("ray") for req in extras["tests"])
+
+
+def test_scaling_benchmark_runs_on_the_cluster_named_by_ray_address(cluster: Cluster, tmp_path: Path) -> None:
+    from sb3_dirpg.experiments import ray_scaling
+
+    out = tmp_path / "ray_scaling.json"
+    args = ["--env", "cartpole", "--scale", "0.01", "--rounds", "1", "--workers", "0", "1", "--backends", "ray",
+            "--batch", "4", "--json", str(out)]  # fmt: skip
+    results = ray_scaling.main(args)
+    assert json.loads(out.read_text())["rates"] == results["rates"]
+    assert set(results["rates"]) == {"n_workers=0 (one process)", "ray, n_workers=1"}
+    assert results["ray_nodes"] == 2 and cluster.address in results["cluster"]
+    assert all(rate > 0 for rate in results["rates"].values())
