@@ -11,9 +11,10 @@ import torch as th
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.type_aliases import GymEnv, Schedule
 
+from sb3_dirpg.common.parallel_backends import SearchPool, check_parallel_backend, make_search_pool
 from sb3_dirpg.common.policies import DirPGPolicy
 from sb3_dirpg.common.simulator_algorithm import SimulatorAlgorithm
-from sb3_dirpg.common.worker_pool import SearchShare, SearchWorkerPool, merge_shares, split_batch
+from sb3_dirpg.common.worker_pool import SearchShare, merge_shares, split_batch
 from sb3_dirpg.search import EpisodeSearch, SearchConfig, SearchResult, TopDownSearch
 from sb3_dirpg.search.protocols import Heuristic
 from sb3_dirpg.simulator import strip_monitor
@@ -65,6 +66,9 @@ class DirPG(SimulatorAlgorithm):
     :param _init_setup_model: build the networks now (False when loading)
     :param n_workers: extra worker processes that search shares of each batch with a copy of the policy (0: search in
         this process only). The results do not depend on it; callbacks see the share searched in this process.
+    :param parallel_backend: where the ``n_workers`` search: ``"process"`` (processes on this machine) or ``"ray"``
+        (Ray actors on the cluster named by ``RAY_ADDRESS``, else on a local Ray instance; ``pip install
+        sb3-dirpg[ray]``). The results do not depend on it.
     """
 
     def __init__(
@@ -94,6 +98,7 @@ class DirPG(SimulatorAlgorithm):
         _init_setup_model: bool = True,
         n_workers: int = 0,
         strict_heuristic: bool = False,
+        parallel_backend: str = "process",
     ) -> None:
         for name, value in (("epsilon", epsilon), ("search_budget", search_budget), ("alpha", alpha)):
             if isinstance(value, bool) or not isinstance(value, numbers.Real):
@@ -101,7 +106,8 @@ class DirPG(SimulatorAlgorithm):
         if int(n_workers) != n_workers or n_workers < 0:
             raise ValueError(f"DirPG: n_workers must be a non-negative integer number of processes, got {n_workers!r}")
         self.n_workers = int(n_workers)
-        self._worker_pool: SearchWorkerPool | None = None
+        self.parallel_backend = check_parallel_backend(parallel_backend)
+        self._worker_pool: SearchPool | None = None
         # validates ε, budget, priority and α before any env is built
         SearchConfig(epsilon=epsilon, budget=search_budget, priority=priority, alpha=alpha, gamma=gamma)
         if priority == "astar" and alpha > 0 and heuristic is None:
@@ -233,7 +239,9 @@ class DirPG(SimulatorAlgorithm):
             self.close_workers(wait=False)
         if self._worker_pool is None:
             env = strip_monitor(self.env.unwrapped.envs[0])
-            self._worker_pool = SearchWorkerPool(env, self.heuristic, self.policy, self._obs_transform, self.n_workers)
+            self._worker_pool = make_search_pool(
+                self.parallel_backend, env, self.heuristic, self.policy, self._obs_transform, self.n_workers
+            )
         pool = self._worker_pool
         parts = split_batch(list(zip(seeds, rngs)), self.n_workers + 1)
         own, others = parts[0], [part for part in parts[1:] if part]
@@ -351,7 +359,7 @@ class DirPG(SimulatorAlgorithm):
         self.close_workers()
 
     def close_workers(self, wait: bool = True) -> None:
-        """Stop the search worker processes (they start again at the next ``learn``).
+        """Stop the search workers, processes or Ray actors (they start again at the next ``learn``).
 
         :param wait: let the workers finish a running search first (False terminates them at once)
         """

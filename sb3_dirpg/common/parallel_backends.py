@@ -1,0 +1,85 @@
+"""The backends of the search workers: ``"process"`` (:class:`~sb3_dirpg.common.worker_pool.SearchWorkerPool`,
+worker processes on this machine) and ``"ray"`` (:class:`~sb3_dirpg.common.ray_pool.RaySearchPool`, Ray actors on
+this machine or a cluster). Both have the same interface, :class:`SearchPool`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+import gymnasium as gym
+import numpy as np
+
+from sb3_dirpg.common.batched_policy import ObservationTransform
+from sb3_dirpg.common.policies import DirPGPolicy
+from sb3_dirpg.common.worker_pool import SearchShare, SearchWorkerPool
+from sb3_dirpg.search import SearchConfig
+from sb3_dirpg.search.protocols import Heuristic
+
+PARALLEL_BACKENDS = ("process", "ray")
+
+
+class SearchPool(Protocol):
+    """What DirPG needs of its search workers."""
+
+    @property
+    def n_workers(self) -> int:
+        """:return: the number of workers"""
+
+    @property
+    def alive(self) -> bool:
+        """:return: whether the pool can still search (else DirPG starts a new one)"""
+
+    def submit(
+        self, policy: DirPGPolicy, shares: Sequence[tuple[list[int], list[np.random.Generator]]], config: SearchConfig
+    ) -> int:
+        """:return: the id of the batch, for :meth:`gather`"""
+
+    def gather(self, batch_id: int, n_shares: int) -> list[SearchShare]:
+        """:return: the shares of the batch, in submission order"""
+
+    def close(self, wait: bool = True) -> None:
+        """Stop the workers."""
+
+
+def check_parallel_backend(backend: str) -> str:
+    """Refuse an unknown backend, and ``"ray"`` when Ray is not installed, before any work is done.
+
+    :param backend: ``"process"`` or ``"ray"``
+    :return: the backend
+    """
+    if backend not in PARALLEL_BACKENDS:
+        raise ValueError(f"DirPG: parallel_backend must be one of {PARALLEL_BACKENDS}, got {backend!r}")
+    if backend == "ray":
+        try:
+            import ray  # noqa: F401
+        except ImportError as error:
+            raise ImportError(f"DirPG: parallel_backend='ray' needs Ray ({error}): pip install sb3-dirpg[ray]") from None
+    return backend
+
+
+def make_search_pool(
+    backend: str,
+    env: gym.Env,
+    heuristic: Heuristic | None,
+    policy: DirPGPolicy,
+    transform: ObservationTransform,
+    n_workers: int,
+) -> SearchPool:
+    """Start the search workers of a backend.
+
+    :param backend: ``"process"`` or ``"ray"``
+    :param env: the env chain to search (no Monitor)
+    :param heuristic: the heuristic, or None
+    :param policy: the learner's policy
+    :param transform: the VecEnv's observation transform
+    :param n_workers: number of workers
+    :return: the pool
+    """
+    check_parallel_backend(backend)
+    if backend == "ray":
+        from sb3_dirpg.common.ray_pool import RaySearchPool
+
+        return RaySearchPool(env, heuristic, policy, transform, n_workers)
+    return SearchWorkerPool(env, heuristic, policy, transform, n_workers)
