@@ -20,10 +20,10 @@ import matplotlib.pyplot as plt  # noqa: E402
 import networkx as nx  # noqa: E402
 import numpy as np  # noqa: E402
 
+from sb3_dirpg.common.vec_simulator import VecSimulator  # noqa: E402
 from sb3_dirpg.envs import DeepSeaRiskEnv  # noqa: E402
 from sb3_dirpg.search import SearchConfig, SearchResult, TopDownSearch  # noqa: E402
 from sb3_dirpg.simulator import SimulatorWrapper  # noqa: E402
-from sb3_dirpg.common.vec_simulator import VecSimulator  # noqa: E402
 
 ACTION_NAMES = ("L", "R")
 

@@ -1,6 +1,7 @@
 """Train zoo entries through the rl-zoo3 bridge and measure what each one reached (the table in ``docs/results.md``).
 
-Every run is ``python -m sb3_dirpg.integrations.zoo train --algo ALGO --env ENV -n STEPS --seed 0 --num-threads 1 --eval-freq -1``
+Every run is ``python -m sb3_dirpg.integrations.zoo train --algo ALGO --env ENV -n STEPS --seed 0 --num-threads 1
+--eval-freq -1``
 in its own process (one at a time), timed from start to end (process start-up of about 5 s included). The saved
 model is then evaluated without search on 100 fresh episodes, the way ``enjoy`` plays it: stochastic actions in
 MiniGrid (rl-zoo3's rule), deterministic elsewhere, with the env's action masks where it has them. Extra figures:
