@@ -118,9 +118,8 @@ class BatchLog(BaseCallback):
         self.batches.append(dict(self.locals, at=self.model.num_timesteps, updates=self.model._n_updates))
 
 
-@pytest.mark.parametrize("n_workers", [0, 1])
-def test_callbacks_see_each_batch_of_searches_at_rollout_end(n_workers: int) -> None:
-    model = small_model(batch_episodes=4, n_workers=n_workers)
+def test_callbacks_see_each_batch_of_searches_at_rollout_end() -> None:
+    model = small_model(batch_episodes=4)
     log = BatchLog()
     try:
         model.learn(600, callback=log)
