@@ -23,6 +23,11 @@ class Phase(enum.Enum):
     DONE = enum.auto()  # finished: budget spent, queue empty, early stop, enough trajectories or success
 
 
+# The members under module names too, for the search's per-episode loops: on Python 3.11 every ``Phase.X`` goes through
+# EnumType.__getattr__ (~0.2 us, 3 % of a 20 000-episode search), a module global costs ~20 ns.
+OPT, DIR, DONE = Phase.OPT, Phase.DIR, Phase.DONE
+
+
 # one entry of an episode's queue: (-priority, upper bound on D, region id)
 HeapEntry = tuple[float, float, int]
 
@@ -72,7 +77,7 @@ class SearchState:
         """
         n = len(outcomes)
         return cls(
-            tree=tree, rngs=list(rngs), outcomes=outcomes, phase=[Phase.OPT] * n, heaps=[[] for _ in range(n)],
+            tree=tree, rngs=list(rngs), outcomes=outcomes, phase=[OPT] * n, heaps=[[] for _ in range(n)],
             follow=[None] * n, d_best=[-np.inf] * n, search_interactions=np.zeros(n, dtype=np.int64),
             check_bounds=check_bounds,
         )  # fmt: skip
