@@ -22,7 +22,6 @@ import numpy as np
 
 try:
     import ray
-    from ray._private import ray_constants
     from ray.exceptions import ObjectLostError, RayActorError
 except ImportError as _error:
     raise ImportError(f"parallel_backend='ray' needs Ray ({_error}): pip install sb3-dirpg[ray]") from None
@@ -67,8 +66,10 @@ def loopback() -> Iterator[None]:
     whose traffic then never leaves the loopback interface. Ray's switch for this (the one it uses on Windows and macOS)
     also stops ``ray start --address`` from adding a node; ``ray.cluster_utils.Cluster`` adds nodes all the same.
     """
-    name = ray_constants.ENABLE_RAY_CLUSTERS_ENV_VAR
-    before_env, before = os.environ.get(name), ray_constants.ENABLE_RAY_CLUSTER
+    from ray._private import ray_constants  # private: what this switch is called may change with Ray's version
+
+    name = getattr(ray_constants, "ENABLE_RAY_CLUSTERS_ENV_VAR", "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER")
+    before_env, before = os.environ.get(name), getattr(ray_constants, "ENABLE_RAY_CLUSTER", True)
     os.environ[name], ray_constants.ENABLE_RAY_CLUSTER = "0", False  # read by the processes Ray starts, and by this one
     try:
         yield
