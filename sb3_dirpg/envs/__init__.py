@@ -9,6 +9,7 @@ import gymnasium as gym
 from sb3_dirpg.envs.deepsea import DeepSeaCloner, DeepSeaRiskEnv
 from sb3_dirpg.envs.minigrid import (
     DirectionImageObs,
+    FastObservation,
     MiniGridCloner,
     MiniGridCNN,
     MiniGridShapedReward,
@@ -30,6 +31,7 @@ __all__ = [
     "DeepSeaCloner",
     "DeepSeaRiskEnv",
     "DirectionImageObs",
+    "FastObservation",
     "MiniGridCNN",
     "MiniGridCloner",
     "MiniGridShapedReward",

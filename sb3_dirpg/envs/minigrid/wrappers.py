@@ -107,22 +107,28 @@ def make_minigrid_env(
     door_reward: float = DEFAULT_DOOR_REWARD,
     goal_reward: float = DEFAULT_GOAL_REWARD,
     pickup_reward: float = DEFAULT_PICKUP_REWARD,
+    fast_observation: bool = True,
     **kwargs: Any,
 ) -> gym.Env:
-    """``gym.make(env_id, **kwargs)``, then :class:`MiniGridShapedReward` (if ``shaped_reward``), then
-    :class:`DirectionImageObs`.
+    """``gym.make(env_id, **kwargs)``, then :class:`~sb3_dirpg.envs.minigrid.fast_obs.FastObservation` (if
+    ``fast_observation``), :class:`MiniGridShapedReward` (if ``shaped_reward``) and :class:`DirectionImageObs`.
 
     :param env_id: a registered MiniGrid id, e.g. ``"MiniGrid-MultiRoom-N6-v0"``
     :param shaped_reward: replace MiniGrid's reward by the shaped one
     :param door_reward: see :class:`MiniGridShapedReward`
     :param goal_reward: see :class:`MiniGridShapedReward`
     :param pickup_reward: see :class:`MiniGridShapedReward`
+    :param fast_observation: compute the (identical) observations with numpy instead of MiniGrid's ``Grid`` methods
     :param kwargs: passed to ``gym.make`` (e.g. ``max_steps``, ``render_mode``)
     :return: the wrapped env
     """
     import minigrid  # noqa: F401  (registers the MiniGrid ids)
 
     env = gym.make(env_id, **kwargs)
+    if fast_observation:
+        from sb3_dirpg.envs.minigrid.fast_obs import FastObservation
+
+        env = FastObservation(env)
     if shaped_reward:
         env = MiniGridShapedReward(env, door_reward=door_reward, goal_reward=goal_reward, pickup_reward=pickup_reward)
     return DirectionImageObs(env)
