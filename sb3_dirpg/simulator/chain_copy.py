@@ -100,7 +100,7 @@ class CopyingChainCloner:
     """
 
     snapshot_label = "clone"
-    __slots__ = ("cloner", "base", "savers")  # faster attribute reads on the snapshot/restore path
+    __slots__ = ("cloner", "base", "savers", "last_rng")  # faster attribute reads on the snapshot/restore path
 
     def __init__(self, cloner: Cloner, chain: gym.Env) -> None:
         self.cloner = cloner
@@ -108,6 +108,7 @@ class CopyingChainCloner:
         if isinstance(cloner, DeepcopyCloner):
             cloner.snapshot(self.base)  # raises NotClonableError
         self.savers = tuple(saver for saver in map(LayerSaver, wrapper_layers(chain)) if saver.generic or saver.names)
+        self.last_rng: Any = None
 
     def for_chain(self, chain: gym.Env) -> CopyingChainCloner:
         """:param chain: an env chain
@@ -128,7 +129,16 @@ class CopyingChainCloner:
         """:param chain: the env chain this cloner was built for (its unwrapped env and layers were found then)
         :return: the unwrapped env's state, its RNG state and the state of each stateful layer"""
         base = self.base
-        return self.cloner.snapshot(base), save_rng(base), tuple([saver.save() for saver in self.savers])
+        rng = save_rng(base)
+        try:
+            unchanged = rng == self.last_rng  # most steps draw nothing: share the saved state with the previous snapshot
+        except ValueError:  # a bit generator whose state holds arrays (MT19937)
+            unchanged = False
+        if unchanged:
+            rng = self.last_rng
+        else:
+            self.last_rng = rng
+        return self.cloner.snapshot(base), rng, tuple([saver.save() for saver in self.savers])
 
     def restore(self, chain: gym.Env, state: tuple[Any, Any, tuple[Any, ...]]) -> None:
         """:param chain: the env chain this cloner was built for
