@@ -105,7 +105,7 @@ def encode_view(env: MiniGridEnv) -> np.ndarray:
             else:
                 obj = objects[i * size + j]
                 flat += _EMPTY if obj is None else obj.encode()
-    image = np.frombuffer(bytearray(flat), dtype=np.uint8).reshape(size, size, 3)
+    image = np.ndarray((size, size, 3), dtype=np.uint8, buffer=bytearray(flat))  # one array object: small search trees
     image[size // 2, size - 1] = env.carrying.encode() if env.carrying else _EMPTY
     return image
 
