@@ -2,7 +2,8 @@
 
 Rows, measured side by side and interleaved over rounds so that machine drift hits all of them alike:
 
-* (a) raw ``env.step`` with random actions (resets not timed): the limit;
+* (a) raw ``env.step`` with random actions (resets not timed): the limit; on MultiRoom also (a0), the same env with
+  MiniGrid's own (pure Python) observation instead of :class:`~sb3_dirpg.envs.minigrid.FastObservation`;
 * (b) ``DirPG.learn`` interactions per second (search, update and logging), in one process, with the lockstep batch size
   chosen by measurement; (b2) the same with search worker processes;
 * (c) the naive reference search (deepcopy per expansion, one unbatched policy call per expansion) inside the same
@@ -10,7 +11,8 @@ Rows, measured side by side and interleaved over rounds so that machine drift hi
 * (d) SB3 ``PPO.learn`` fps with the same policy network and ``n_envs``;
 * (e) ``Reinforce`` fps.
 
-It prints a table with the ratios (b)/(a), (b2)/(a), (b)/(c) and (b)/(d), a profile of where one interaction's time
+It prints a table with the ratios (b)/(a), (b2)/(a), (b)/(c), (b)/(d) and, on MultiRoom, (b)/(a0) and (b) against
+the authors' reported 945 interactions/s, a profile of where one interaction's time
 goes, and the peak memory of one batch of searches, and writes everything to JSON.
 """
 
@@ -46,6 +48,9 @@ except ImportError:
     NaiveDirPG = None
 
 
+AUTHORS_MULTIROOM_RATE = 945.0  # the authors' code, run unmodified on MultiRoom-N6 (DESIGN.md §5, reference figures)
+
+
 @dataclass
 class Workload:
     """One benchmark environment and the settings of every row on it."""
@@ -59,6 +64,8 @@ class Workload:
     n_envs: int = 8
     batch_candidates: tuple[int, ...] = (8, 16, 32, 64)
     ppo_kwargs: dict[str, Any] = field(default_factory=dict)
+    reference_env: Callable[[], gym.Env] | None = None  # row (a0): the env as it steps without this package's speed-ups
+    authors_rate: float | None = None  # interactions/s of the paper authors' code on this workload, as they report it
 
 
 def multiroom_workload(scale: float) -> Workload:
@@ -77,6 +84,8 @@ def multiroom_workload(scale: float) -> Workload:
         interactions={k: int(v * scale) for k, v in dict(raw=20_000, dirpg=60_000, workers=60_000, naive=8_000,
                                                          ppo=16_384, reinforce=24_000).items()},  # fmt: skip
         ppo_kwargs=dict(n_steps=128, batch_size=64, n_epochs=10),  # rl-zoo3's MiniGrid settings
+        reference_env=lambda: make_minigrid_env("MiniGrid-MultiRoom-N6-v0", fast_observation=False),
+        authors_rate=AUTHORS_MULTIROOM_RATE,
     )
 
 
@@ -220,6 +229,9 @@ def run_workload(work: Workload, rounds: int, n_workers: int, batch: int | None 
     venv_ppo = make_vec_env(work.make_env, n_envs=work.n_envs, vec_env_cls=DummyVecEnv)
     rows: dict[str, Callable[[], float]] = {}
     rows["(a) raw env.step"] = lambda: raw_step_rate(work.make_env, work.interactions["raw"])
+    if work.reference_env is not None:
+        reference_env = work.reference_env
+        rows["(a0) raw env.step, MiniGrid's observation"] = lambda: raw_step_rate(reference_env, work.interactions["raw"])
     dirpg = make_dirpg(work, batch)
     rows["(b) DirPG learn, 1 process"] = lambda: learn_rate(dirpg, work.interactions["dirpg"])
     if n_workers > 0:
@@ -256,6 +268,10 @@ def run_workload(work: Workload, rounds: int, n_workers: int, batch: int | None 
         "(b)/(a)": single / raw,
         "(b)/(d)": single / rates["(d) SB3 PPO learn"],
     }
+    if work.reference_env is not None:
+        ratios["(b)/(a0)"] = single / rates["(a0) raw env.step, MiniGrid's observation"]
+    if work.authors_rate is not None:
+        ratios[f"(b)/authors' {work.authors_rate:.0f}/s"] = single / work.authors_rate
     if naive is not None:
         ratios["(b)/(c)"] = single / rates["(c) naive reference search"]
     if n_workers > 0:
