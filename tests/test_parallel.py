@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 
+import gymnasium as gym
 import numpy as np
 import pytest
 import torch as th
@@ -14,6 +16,7 @@ from sb3_dirpg import DirPG
 from sb3_dirpg.common.worker_pool import SearchWorkerPool, WorkerError, split_batch
 from sb3_dirpg.envs import make_minigrid_env
 from sb3_dirpg.envs.minigrid import MiniGridCNN
+from tests.helpers import chain, small_dirpg
 
 pytestmark = pytest.mark.integration
 
@@ -168,3 +171,29 @@ def test_gather_discards_the_shares_of_an_ungathered_batch() -> None:
     assert [ep.seed for ep in share.episodes] == [22]
     assert pool.discarded == 1
     pool.close()
+
+
+class FailsInAWorker(gym.Wrapper):
+    """Raises from ``step`` in any process but the one that built it."""
+
+    def __init__(self, env: gym.Env) -> None:
+        super().__init__(env)
+        self.home = os.getpid()
+
+    def step(self, action: int) -> tuple:
+        if os.getpid() != self.home:
+            raise ValueError("stepped in a worker")
+        return self.env.step(action)
+
+
+@pytest.mark.skipif(sys.version_info < (3, 11), reason="exception notes need Python 3.11")
+def test_an_error_in_a_worker_shows_the_worker_traceback() -> None:
+    model = small_dirpg(FailsInAWorker(chain(4)), n_workers=1, batch_episodes=4)
+    try:
+        with pytest.raises(ValueError, match="stepped in a worker") as raised:
+            model.learn(200)
+    finally:
+        model.close_workers()
+    notes = "".join(getattr(raised.value, "__notes__", []))
+    assert "raised in a search worker" in notes
+    assert "test_parallel.py" in notes and "in step" in notes  # the frame that raised, in the worker

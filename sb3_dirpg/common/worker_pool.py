@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import pickle
+import traceback
 from collections.abc import Sequence
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
@@ -105,12 +106,16 @@ def _worker(
 
 
 def _picklable(error: Exception) -> Exception:
-    """:param error: an exception raised in a worker
-    :return: the exception itself if it can be sent to the learner, else a RuntimeError with its message"""
+    """:param error: an exception raised in a worker, being handled
+    :return: the exception itself if it can be sent to the learner, else a RuntimeError with its message; either way
+        with the worker's traceback as a note (Python >= 3.11), which the learner's traceback would not show"""
+    remote = "".join(traceback.format_exception(error))
     try:
         pickle.dumps(error)
     except Exception:
-        return RuntimeError(f"{type(error).__name__}: {error}")
+        error = RuntimeError(f"{type(error).__name__}: {error}")
+    if hasattr(error, "add_note"):
+        error.add_note(f"raised in a search worker:\n{remote}")
     return error
 
 
