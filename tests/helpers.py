@@ -8,7 +8,6 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
-from gymnasium.wrappers import TimeLimit
 from minigrid.core.constants import DIR_TO_VEC
 from stable_baselines3.common.callbacks import BaseCallback
 
@@ -161,7 +160,9 @@ class MaskableChainEnv(MaskedChainEnv):
 def chain(length: int = 6) -> gym.Env:
     """:param length: chain length
     :return: a sparse chain cut at ``length`` steps"""
-    return TimeLimit(SparseChainEnv(length), length)
+    # looked up at call time: importing rl_zoo3 replaces gymnasium's TimeLimit by a subclass, and an env built with the
+    # class bound before that pickles by value into worker processes, where its reset fails with "super(type, obj)"
+    return gym.wrappers.TimeLimit(SparseChainEnv(length), length)
 
 
 def small_dirpg(env: gym.Env | None = None, **kwargs: Any) -> DirPG:

@@ -8,7 +8,6 @@ import gymnasium as gym
 import numpy as np
 import pytest
 import torch as th
-from gymnasium.wrappers import TimeLimit
 from sb3_contrib.common.wrappers import ActionMasker
 from stable_baselines3.common.callbacks import BaseCallback, EvalCallback
 from stable_baselines3.common.env_util import make_vec_env
@@ -21,7 +20,7 @@ from tests.helpers import small_dirpg as small_model
 
 
 def masked_chain() -> gym.Env:
-    return ActionMasker(TimeLimit(MaskedChainEnv(4), 4), lambda env: env.unwrapped.legal())
+    return ActionMasker(gym.wrappers.TimeLimit(MaskedChainEnv(4), 4), lambda env: env.unwrapped.legal())
 
 
 def greedy_actions(model: DirPG, length: int = 6) -> list[int]:
@@ -118,8 +117,9 @@ class BatchLog(BaseCallback):
         self.batches.append(dict(self.locals, at=self.model.num_timesteps, updates=self.model._n_updates))
 
 
-def test_callbacks_see_each_batch_of_searches_at_rollout_end() -> None:
-    model = small_model(batch_episodes=4)
+@pytest.mark.parametrize("n_workers", [0, 1])
+def test_callbacks_see_each_batch_of_searches_at_rollout_end(n_workers: int) -> None:
+    model = small_model(batch_episodes=4, n_workers=n_workers)
     log = BatchLog()
     try:
         model.learn(600, callback=log)
@@ -281,9 +281,9 @@ def test_env_without_time_limit_raises() -> None:
 
 def test_uncloneable_and_nondeterministic_envs_raise() -> None:
     with pytest.raises(ValueError, match="LockedEnv"):
-        small_model(TimeLimit(LockedEnv(), 6))
+        small_model(gym.wrappers.TimeLimit(LockedEnv(), 6))
     with pytest.raises(ValueError, match="LeakyEnv.*reward"):
-        small_model(TimeLimit(LeakyEnv(), 6))
+        small_model(gym.wrappers.TimeLimit(LeakyEnv(), 6))
 
 
 def test_all_false_action_mask_raises() -> None:

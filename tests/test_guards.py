@@ -8,7 +8,6 @@ import warnings
 import gymnasium as gym
 import numpy as np
 import pytest
-from gymnasium.wrappers import TimeLimit
 from sb3_contrib.common.wrappers import ActionMasker
 from stable_baselines3 import PPO
 
@@ -37,7 +36,7 @@ def small_model(env: gym.Env | None = None, **kwargs) -> DirPG:
     ],
 )
 def test_non_finite_env_output_is_refused_naming_the_env(what: str, at: int, value: float, match: str) -> None:
-    env = TimeLimit(PoisonedChainEnv(4, what=what, at=at, value=value), 4)
+    env = gym.wrappers.TimeLimit(PoisonedChainEnv(4, what=what, at=at, value=value), 4)
     model = small_model(env)
     with pytest.raises(ValueError, match=match) as error:
         model.learn(200)
@@ -173,7 +172,7 @@ def test_non_numeric_settings_name_the_argument(name: str) -> None:
 
 
 def test_predict_with_a_wrong_mask_length_names_action_masks() -> None:
-    env = ActionMasker(TimeLimit(MaskedChainEnv(4), 4), lambda e: e.unwrapped.legal())
+    env = ActionMasker(gym.wrappers.TimeLimit(MaskedChainEnv(4), 4), lambda e: e.unwrapped.legal())
     model = small_model(env)
     obs = np.eye(5, dtype=np.float32)[0]
     with pytest.raises(ValueError, match=r"action_masks.*3 actions"):
