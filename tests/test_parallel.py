@@ -16,7 +16,8 @@ from sb3_dirpg import DirPG
 from sb3_dirpg.common.worker_pool import SearchWorkerPool, WorkerError, split_batch
 from sb3_dirpg.envs import make_minigrid_env
 from sb3_dirpg.envs.minigrid import MiniGridCNN
-from tests.helpers import chain, small_dirpg
+from sb3_dirpg.simulator.introspect import gymnasium_time_limit
+from tests.helpers import SparseChainEnv, chain, small_dirpg
 
 pytestmark = pytest.mark.integration
 
@@ -197,3 +198,18 @@ def test_an_error_in_a_worker_shows_the_worker_traceback() -> None:
     notes = "".join(getattr(raised.value, "__notes__", []))
     assert "raised in a search worker" in notes
     assert "test_parallel.py" in notes and "in step" in notes  # the frame that raised, in the worker
+
+
+def test_a_time_limit_built_before_rl_zoo3_replaced_it_reaches_the_workers() -> None:
+    """Importing rl_zoo3 replaces gymnasium's TimeLimit by a subclass. An env built with the original class must still
+    be found to have a time limit, and must arrive intact in a worker process (by value, its reset failed there)."""
+    import rl_zoo3.gym_patches  # noqa: F401
+
+    original = gymnasium_time_limit()
+    assert gym.wrappers.TimeLimit is not original  # the replacement is in effect
+    model = small_dirpg(original(SparseChainEnv(6), 6), n_workers=1, batch_episodes=4)
+    try:
+        model.learn(600)
+    finally:
+        model.close_workers()
+    assert model.num_timesteps >= 600

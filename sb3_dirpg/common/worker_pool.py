@@ -7,6 +7,7 @@ how its episodes are split between processes.
 
 from __future__ import annotations
 
+import io
 import multiprocessing as mp
 import pickle
 import traceback
@@ -15,7 +16,9 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING, Any
 
+import cloudpickle
 import gymnasium as gym
+import gymnasium.wrappers.common
 import numpy as np
 from stable_baselines3.common.vec_env.base_vec_env import CloudpickleWrapper
 
@@ -25,6 +28,7 @@ from sb3_dirpg.common.vec_simulator import VecSimulator
 from sb3_dirpg.search import EpisodeSearch, SearchConfig, SearchResult, TopDownSearch
 from sb3_dirpg.search.protocols import Heuristic
 from sb3_dirpg.simulator import SimulatorWrapper
+from sb3_dirpg.simulator.introspect import gymnasium_time_limit
 
 if TYPE_CHECKING:
     from sb3_dirpg.dirpg.update import UpdateSteps
@@ -67,6 +71,28 @@ def merge_shares(shares: Sequence[SearchShare]) -> SearchShare:
         eps.append(share.steps.episodes + offset)
     steps = UpdateSteps(obs, np.concatenate(masks), np.concatenate(actions), np.concatenate(signs), np.concatenate(eps))
     return SearchShare(episodes=episodes, steps=steps)
+
+
+class _EnvPickler(cloudpickle.Pickler):
+    """cloudpickle, except that gymnasium's own ``TimeLimit`` goes by reference also where rl-zoo3's import replaced
+    the name by a subclass: by value, the class arrives as a copy whose methods' ``super()`` fails in the worker."""
+
+    def reducer_override(self, obj: Any) -> Any:
+        """:param obj: an object being pickled
+        :return: how to rebuild gymnasium's shadowed ``TimeLimit`` class, else cloudpickle's answer"""
+        if obj is gymnasium_time_limit() and obj is not gymnasium.wrappers.common.TimeLimit:
+            return gymnasium_time_limit, ()
+        return super().reducer_override(obj)
+
+
+class EnvPickle(CloudpickleWrapper):
+    """SB3's ``CloudpickleWrapper`` for what goes to a worker process, pickled with :class:`_EnvPickler`."""
+
+    def __getstate__(self) -> bytes:
+        """:return: the pickled value"""
+        buffer = io.BytesIO()
+        _EnvPickler(buffer, protocol=pickle.HIGHEST_PROTOCOL).dump(self.var)
+        return buffer.getvalue()
 
 
 def _worker(
@@ -157,7 +183,7 @@ class SearchWorkerPool:
         self.discarded = 0
         for _ in range(n_workers):
             parent, child = ctx.Pipe()
-            args = (child, CloudpickleWrapper(env), policy_spec, CloudpickleWrapper(heuristic), transform)
+            args = (child, EnvPickle(env), policy_spec, EnvPickle(heuristic), transform)
             process = ctx.Process(target=_worker, args=args, daemon=True)
             process.start()
             child.close()

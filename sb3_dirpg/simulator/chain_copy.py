@@ -7,10 +7,11 @@ from typing import Any
 
 import gymnasium as gym
 from gymnasium.envs.registration import EnvSpec
-from gymnasium.wrappers import OrderEnforcing, PassiveEnvChecker, TimeLimit
+from gymnasium.wrappers import OrderEnforcing, PassiveEnvChecker
 
 from sb3_dirpg.simulator.cloners import DeepcopyCloner
 from sb3_dirpg.simulator.copy_utils import MISSING, copy1, restore_rng, save_rng
+from sb3_dirpg.simulator.introspect import gymnasium_time_limit
 from sb3_dirpg.simulator.registry import Cloner, find_wrapper_attrs, register_wrapper_attrs
 from sb3_dirpg.simulator.unwrap import wrapper_layers
 
@@ -156,7 +157,7 @@ class CopyingChainCloner:
 
 def _register_builtin_wrappers() -> None:
     """Declare the state attributes of gymnasium's and sb3-contrib's common wrappers."""
-    register_wrapper_attrs(TimeLimit, ("_elapsed_steps",))
+    register_wrapper_attrs(gymnasium_time_limit(), ("_elapsed_steps",))
     register_wrapper_attrs(OrderEnforcing, ("_has_reset",))
     register_wrapper_attrs(
         PassiveEnvChecker, ("checked_reset", "checked_step", "checked_render", "checked_data_reuse", "_previous_data")

@@ -6,8 +6,15 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import gymnasium as gym
+import gymnasium.wrappers.common
 import numpy as np
-from gymnasium.wrappers import TimeLimit
+
+
+def gymnasium_time_limit() -> type[gym.Wrapper]:
+    """:return: gymnasium's own ``TimeLimit`` class, also after rl-zoo3's import replaced the name by a subclass of it
+        (``rl_zoo3.gym_patches``); an env built before that import still holds the original class"""
+    named = gymnasium.wrappers.common.TimeLimit
+    return next(cls for cls in named.__mro__ if cls.__module__ == "gymnasium.wrappers.common" and cls.__name__ == "TimeLimit")
 
 
 def find_action_masks(env: gym.Env, layers: list[gym.Wrapper]) -> Callable[[], np.ndarray] | None:
@@ -39,8 +46,9 @@ def find_horizon(layers: list[gym.Wrapper], base: gym.Env) -> int | None:
     :return: ``max_episode_steps`` of a ``TimeLimit`` among the layers, else the env's own ``max_steps`` (MiniGrid
         truncates internally) or ``horizon`` (envs that always end after a fixed number of steps, such as the
         spanning-tree bandit and DeepSea), else None"""
+    time_limit = gymnasium_time_limit()
     for layer in layers:
-        if isinstance(layer, TimeLimit):
+        if isinstance(layer, time_limit):
             return int(layer._max_episode_steps)
     for name in ("max_steps", "horizon"):
         value = getattr(base, name, None)
