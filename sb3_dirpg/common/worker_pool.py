@@ -77,10 +77,17 @@ class _EnvPickler(cloudpickle.Pickler):
     """cloudpickle, except that gymnasium's own ``TimeLimit`` goes by reference also where rl-zoo3's import replaced
     the name by a subclass: by value, the class arrives as a copy whose methods' ``super()`` fails in the worker."""
 
+    def __init__(self, file: Any, protocol: int | None = None) -> None:
+        """:param file: where to write
+        :param protocol: the pickle protocol"""
+        super().__init__(file, protocol=protocol)
+        original = gymnasium_time_limit()
+        self._shadowed: Any = original if original is not gymnasium.wrappers.common.TimeLimit else object()  # once
+
     def reducer_override(self, obj: Any) -> Any:
         """:param obj: an object being pickled
         :return: how to rebuild gymnasium's shadowed ``TimeLimit`` class, else cloudpickle's answer"""
-        if obj is gymnasium_time_limit() and obj is not gymnasium.wrappers.common.TimeLimit:
+        if obj is self._shadowed:
             return gymnasium_time_limit, ()
         return super().reducer_override(obj)
 
