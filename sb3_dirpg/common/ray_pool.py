@@ -10,6 +10,7 @@ result does not change.
 
 from __future__ import annotations
 
+import functools
 import os
 import time
 from collections.abc import Iterator, Sequence
@@ -123,10 +124,11 @@ class SearchActor:
         try:
             self.policy.load_state_dict(state_dict)
             self.simulator.ensure_simulators(len(seeds))
-            result = TopDownSearch(self.simulator, self.batched.search_function(), config).run(seeds, rngs)
+            search = TopDownSearch(self.simulator, self.batched.search_function(), config)
+            share, _ = SearchShare.from_search(functools.partial(search.run, seeds, rngs))
         except Exception as error:  # e.g. a guard refusing the env's output: the learner raises it
             return _picklable(error)
-        return SearchShare.of(result)
+        return share
 
 
 @dataclass

@@ -7,11 +7,12 @@ how its episodes are split between processes.
 
 from __future__ import annotations
 
+import functools
 import io
 import multiprocessing as mp
 import pickle
 import traceback
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING, Any
@@ -25,7 +26,7 @@ from stable_baselines3.common.vec_env.base_vec_env import CloudpickleWrapper
 from sb3_dirpg.common.batched_policy import BatchedPolicy, ObservationTransform
 from sb3_dirpg.common.policies import DirPGPolicy
 from sb3_dirpg.common.vec_simulator import VecSimulator
-from sb3_dirpg.search import EpisodeSearch, SearchConfig, SearchResult, TopDownSearch
+from sb3_dirpg.search import EpisodeSearch, SearchConfig, SearchResult, TopDownSearch, cyclic_gc_paused
 from sb3_dirpg.search.protocols import Heuristic
 from sb3_dirpg.simulator import SimulatorWrapper
 from sb3_dirpg.simulator.introspect import gymnasium_time_limit
@@ -48,6 +49,20 @@ class SearchShare:
         from sb3_dirpg.dirpg.update import update_steps  # here: sb3_dirpg.dirpg imports this module
 
         return cls(episodes=result.episodes, steps=update_steps(result))
+
+    @classmethod
+    def from_search(cls, run: Callable[[], SearchResult]) -> tuple[SearchShare, bool]:
+        """Run a search and keep only its share, freeing the tree while Python's cyclic collector is still paused (the
+        first collection after the pause would otherwise walk every object of the tree).
+
+        :param run: runs the search and returns its result
+        :return: the share, and whether the search was stopped by its ``on_iteration`` hook
+        """
+        with cyclic_gc_paused():
+            result = run()
+            share, stopped = cls.of(result), result.stopped
+            del result
+        return share, stopped
 
 
 def merge_shares(shares: Sequence[SearchShare]) -> SearchShare:
@@ -127,11 +142,12 @@ def _worker(
             try:
                 policy.load_state_dict(state_dict)
                 simulator.ensure_simulators(len(seeds))
-                result = TopDownSearch(simulator, batched.search_function(), config).run(seeds, rngs)
+                search = TopDownSearch(simulator, batched.search_function(), config)
+                share, _ = SearchShare.from_search(functools.partial(search.run, seeds, rngs))
             except Exception as error:  # e.g. a guard refusing the env's output: the learner raises it
                 conn.send((batch_id, _picklable(error)))
                 continue
-            conn.send((batch_id, SearchShare.of(result)))
+            conn.send((batch_id, share))
     except (EOFError, KeyboardInterrupt, BrokenPipeError):
         pass
     finally:

@@ -205,10 +205,9 @@ class DirPG(SimulatorAlgorithm):
         seeds = self.episode_seeds()
         rngs = self._search_rng.spawn(len(seeds))
         if self.n_workers == 0:
-            result = self.search(seeds, callback=callback, rng=rngs)
-            if result.stopped:
+            batch, stopped = SearchShare.from_search(lambda: self.search(seeds, callback=callback, rng=rngs))
+            if stopped:
                 return False
-            batch = SearchShare.of(result)
         else:
             batch = self._search_with_workers(seeds, rngs, callback)
             if batch is None:
@@ -250,9 +249,10 @@ class DirPG(SimulatorAlgorithm):
             shares = []
             stopped = False
             if own:
-                result = self.search([s for s, _ in own], callback=callback, rng=[r for _, r in own])
-                stopped = result.stopped
-                shares.append(SearchShare.of(result))
+                share, stopped = SearchShare.from_search(
+                    lambda: self.search([s for s, _ in own], callback=callback, rng=[r for _, r in own])
+                )
+                shares.append(share)
             shares.extend(pool.gather(batch_id, len(others)))
         except BaseException:  # KeyboardInterrupt included: the workers' shares of this batch must never be merged
             self.close_workers(wait=False)

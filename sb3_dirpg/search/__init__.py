@@ -9,6 +9,7 @@ from sb3_dirpg.search.top_down import (
     SearchConfig,
     SearchResult,
     TopDownSearch,
+    cyclic_gc_paused,
     gumbel_top_k,
 )
 from sb3_dirpg.search.tree import SearchTree
@@ -25,6 +26,7 @@ __all__ = [
     "SearchTree",
     "TopDownSearch",
     "Transitions",
+    "cyclic_gc_paused",
     "gumbel_top_k",
     "masked_log_softmax",
     "masked_logsumexp",

@@ -164,9 +164,14 @@ class SearchResult:
 
 
 @contextlib.contextmanager
-def _cyclic_gc_paused() -> Iterator[None]:
-    """Pause Python's cyclic garbage collector: a search allocates many small acyclic objects (snapshots, observations)
-    that reference counting frees, and full collections over a large tree cost more than the search itself."""
+def cyclic_gc_paused() -> Iterator[None]:
+    """Pause Python's cyclic garbage collector (nested pauses resume it only at the outermost exit).
+
+    A search allocates many small acyclic objects (snapshots, observations) that reference counting frees, and full
+    collections over a large tree cost more than the search itself. The first collection after the pause walks every
+    object that is still alive, so a caller that keeps only part of the result should free the tree inside its own
+    pause (:meth:`~sb3_dirpg.common.worker_pool.SearchShare.from_search` does).
+    """
     was_enabled = gc.isenabled()
     gc.disable()
     try:
@@ -307,7 +312,7 @@ class TopDownSearch:
             returning False stops every search of the batch (``SearchResult.stopped`` is then True)
         :return: the tree and the per-episode outcomes
         """
-        with _cyclic_gc_paused():
+        with cyclic_gc_paused():
             state = self._start(seeds, rng)
             stopped = False
             while True:
