@@ -12,7 +12,7 @@ import pytest
 from minigrid.minigrid_env import MiniGridEnv
 
 from sb3_dirpg.envs import FastObservation, make_minigrid_env
-from sb3_dirpg.envs.minigrid.fast_obs import encode_view, fast_observation_class, visibility
+from sb3_dirpg.envs.minigrid.fast_obs import encode_view, fast_observation_class, front_cell, visibility
 from sb3_dirpg.simulator import SimulatorWrapper
 
 # doors (open, closed, locked), keys carried and dropped, boxes, balls, lava, moving obstacles, outside-the-grid views
@@ -49,6 +49,7 @@ def test_fast_view_equals_minigrid_on_random_play(env_id: str, attrs: dict) -> N
             got = encode_view(base)
             assert got.dtype == expected.dtype and got.shape == expected.shape
             np.testing.assert_array_equal(got, expected, err_msg=f"{env_id} episode {episode} dir {base.agent_dir}")
+            assert front_cell(base) is base.grid.get(*base.front_pos)
             states += 1
             _, _, terminated, truncated, _ = env.step(int(rng.integers(base.action_space.n)))
             if terminated or truncated:

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import copy
+import pickle
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import cloudpickle
 import numpy as np
 import pytest
 
@@ -218,3 +220,24 @@ def test_bound_degenerate_states() -> None:
         MultiRoomBound(gamma=0.0)
     with pytest.raises(ValueError):
         MultiRoomBound.for_env(env.unwrapped)
+
+
+def test_bound_remembers_each_grid_and_copies_without_its_cache() -> None:
+    """The bound caches MultiRoom's door and goal cells per grid: over resets (new grids), snapshots restored into
+    other simulators and random play, it equals a new bound's value at every state; copies and pickles of a used bound
+    give the same values."""
+    env = make_minigrid_env("MiniGrid-MultiRoom-N6-v0")
+    used = MultiRoomBound.for_env(env, gamma=0.99)
+    rng = np.random.default_rng(0)
+    states = 0
+    for seed in range(5):
+        env.reset(seed=seed)
+        for _ in range(60):
+            assert used(env) == MultiRoomBound.for_env(env, gamma=0.99)(env)
+            states += 1
+            _, _, terminated, truncated, _ = env.step(int(rng.integers(N_ACTIONS)))
+            if terminated or truncated:
+                break
+    assert states >= 250
+    for copied in (copy.deepcopy(used), pickle.loads(pickle.dumps(used)), cloudpickle.loads(cloudpickle.dumps(used))):
+        assert copied(env) == used(env)

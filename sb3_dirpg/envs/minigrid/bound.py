@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import weakref
+from typing import Any
+
 import gymnasium as gym
 
 from sb3_dirpg.envs.minigrid.wrappers import (
@@ -77,6 +80,8 @@ class MultiRoomBound:
         self.goal_reward = float(goal_reward)
         self.pickup_reward = float(pickup_reward)
         self.step_limit = bool(step_limit)
+        # per unwrapped MultiRoom env: (its grid, the door cells and goal of that grid)
+        self._layouts: weakref.WeakKeyDictionary[gym.Env, tuple] = weakref.WeakKeyDictionary()
 
     @classmethod
     def for_env(cls, env: gym.Env, gamma: float = 1.0, step_limit: bool = False) -> MultiRoomBound:
@@ -94,6 +99,30 @@ class MultiRoomBound:
             wrapper = wrapper.env
         raise ValueError(f"no MiniGridShapedReward in the wrapper chain of {env}")
 
+    def __getstate__(self) -> dict[str, Any]:
+        """:return: the settings, without the cache (it holds weak references, and a copy starts with none)"""
+        return {key: value for key, value in self.__dict__.items() if key != "_layouts"}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        """:param state: a value returned by :meth:`__getstate__`"""
+        self.__dict__.update(state)
+        self._layouts = weakref.WeakKeyDictionary()
+
+    def _multiroom_layout(self, base: gym.Env) -> tuple[tuple[tuple[int, int, int], ...], tuple[int, int]]:
+        """The cells of MultiRoom's doors and its goal, found once per grid (per episode): they never move.
+
+        :param base: an unwrapped ``MultiRoomEnv``
+        :return: the doors as ``(x, y, index in the grid's cell list)``, and the goal cell ``(x, y)``
+        """
+        grid = base.grid
+        entry = self._layouts.get(base)
+        if entry is None or entry[0] is not grid:
+            width = grid.width
+            positions = [(int(room.entryDoorPos[0]), int(room.entryDoorPos[1])) for room in base.rooms[1:]]
+            doors = tuple((x, y, y * width + x) for x, y in positions)
+            entry = self._layouts[base] = (grid, (doors, (int(base.goal_pos[0]), int(base.goal_pos[1]))))
+        return entry[1]
+
     def _scan(self, base: gym.Env) -> tuple[list[tuple[int, int, bool]], list[tuple[int, int]], list[tuple[int, int]]]:
         """Find doors, goals and pickable objects.
 
@@ -102,12 +131,9 @@ class MultiRoomBound:
         """
         grid = base.grid
         if _MULTIROOM is not None and isinstance(base, _MULTIROOM):
-            width, cells = grid.width, grid.grid
-            doors = []
-            for room in base.rooms[1:]:
-                x, y = int(room.entryDoorPos[0]), int(room.entryDoorPos[1])
-                doors.append((x, y, cells[y * width + x].is_open))
-            return doors, [(int(base.goal_pos[0]), int(base.goal_pos[1]))], []
+            door_cells, goal = self._multiroom_layout(base)
+            cells = grid.grid
+            return [(x, y, cells[k].is_open) for x, y, k in door_cells], [goal], []
         doors, goals, pickables = [], [], []
         width = grid.width
         for k, cell in enumerate(grid.grid):
@@ -138,7 +164,7 @@ class MultiRoomBound:
             raise ValueError(f"MultiRoomBound needs a Goal cell in the grid of {type(base).__name__}")
         ax, ay = int(base.agent_pos[0]), int(base.agent_pos[1])
         gamma = self.gamma
-        m_goal = min(abs(ax - x) + abs(ay - y) for x, y in goals)
+        m_goal = min([abs(ax - x) + abs(ay - y) for x, y in goals])
         if m_goal == 0:  # standing on the goal: the episode is over
             return 0.0, 0.0
         upper = self.goal_reward * gamma ** (m_goal - 1) if m_goal <= reach else 0.0

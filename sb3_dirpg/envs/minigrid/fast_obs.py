@@ -110,6 +110,20 @@ def encode_view(env: MiniGridEnv) -> np.ndarray:
     return image
 
 
+def front_cell(env: MiniGridEnv) -> Any:
+    """The object in the cell the agent faces: ``env.grid.get(*env.front_pos)`` without MiniGrid's array arithmetic.
+
+    :param env: an unwrapped MiniGrid env after ``reset``
+    :return: the world object in that cell, or None for an empty cell or one outside the grid
+    """
+    dx, dy = _DIRECTIONS[env.agent_dir]
+    x, y = env.agent_pos[0] + dx, env.agent_pos[1] + dy
+    grid = env.grid
+    if 0 <= x < grid.width and 0 <= y < grid.height:
+        return grid.grid[y * grid.width + x]
+    return None
+
+
 def fast_gen_obs(env: MiniGridEnv) -> dict[str, Any]:
     """``MiniGridEnv.gen_obs`` with the image from :func:`encode_view`.
 

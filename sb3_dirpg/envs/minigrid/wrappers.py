@@ -7,6 +7,7 @@ from typing import Any
 import gymnasium as gym
 from gymnasium import spaces
 
+from sb3_dirpg.envs.minigrid.fast_obs import front_cell
 from sb3_dirpg.simulator.registry import register_wrapper_attrs
 
 DEFAULT_DOOR_REWARD = 30.0
@@ -77,12 +78,13 @@ class MiniGridShapedReward(gym.Wrapper, gym.utils.RecordConstructorArgs):
         self.door_reward = float(door_reward)
         self.goal_reward = float(goal_reward)
         self.pickup_reward = float(pickup_reward)
+        self._base = env.unwrapped  # read at every step; gymnasium's ``unwrapped`` walks the chain each time
 
     def step(self, action: int) -> tuple[Any, float, bool, bool, dict[str, Any]]:
         """:param action: MiniGrid action
         :return: observation, shaped reward, terminated, truncated, info (with ``minigrid_reward`` and ``is_success``)"""
-        base = self.env.unwrapped
-        front = base.grid.get(*base.front_pos)
+        base = self._base
+        front = front_cell(base)
         door = front if front is not None and front.type == "door" else None
         was_open = door is not None and door.is_open
         was_carrying = base.carrying is not None
