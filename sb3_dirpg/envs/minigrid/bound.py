@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import weakref
 from typing import Any
 
@@ -80,7 +81,7 @@ class MultiRoomBound:
         self.goal_reward = float(goal_reward)
         self.pickup_reward = float(pickup_reward)
         self.step_limit = bool(step_limit)
-        # per unwrapped MultiRoom env: (its grid, the door cells and goal of that grid)
+        # per env chain: (its unwrapped env, that env's grid, and on MultiRoom the door cells and goal of the grid)
         self._layouts: weakref.WeakKeyDictionary[gym.Env, tuple] = weakref.WeakKeyDictionary()
 
     @classmethod
@@ -108,32 +109,39 @@ class MultiRoomBound:
         self.__dict__.update(state)
         self._layouts = weakref.WeakKeyDictionary()
 
-    def _multiroom_layout(self, base: gym.Env) -> tuple[tuple[tuple[int, int, int], ...], tuple[int, int]]:
-        """The cells of MultiRoom's doors and its goal, found once per grid (per episode): they never move.
+    def _multiroom_layout(self, env: gym.Env) -> tuple[gym.Env, tuple[tuple[int, int, int], ...] | None, tuple[int, int]]:
+        """The unwrapped env of a chain and, for MultiRoom, its doors' and goal's cells, found once per grid (per episode):
+        they never move. Remembered per chain, since ``env.unwrapped`` walks the chain at every call.
 
-        :param base: an unwrapped ``MultiRoomEnv``
-        :return: the doors as ``(x, y, index in the grid's cell list)``, and the goal cell ``(x, y)``
+        :param env: an env chain
+        :return: the unwrapped env; for MultiRoom, its doors as ``(x, y, index in the grid's cell list)`` and its goal
+            cell ``(x, y)``, else None and ``(-1, -1)``
         """
+        try:
+            entry = self._layouts.get(env)
+        except TypeError:  # an unhashable env class: nothing remembered
+            entry = None
+        base = env.unwrapped if entry is None else entry[0]
+        if entry is not None and entry[1] is base.grid:
+            return base, entry[2], entry[3]
         grid = base.grid
-        entry = self._layouts.get(base)
-        if entry is None or entry[0] is not grid:
+        doors, goal = None, (-1, -1)
+        if _MULTIROOM is not None and isinstance(base, _MULTIROOM):
             width = grid.width
             positions = [(int(room.entryDoorPos[0]), int(room.entryDoorPos[1])) for room in base.rooms[1:]]
             doors = tuple((x, y, y * width + x) for x, y in positions)
-            entry = self._layouts[base] = (grid, (doors, (int(base.goal_pos[0]), int(base.goal_pos[1]))))
-        return entry[1]
+            goal = (int(base.goal_pos[0]), int(base.goal_pos[1]))
+        with contextlib.suppress(TypeError):
+            self._layouts[env] = (base, grid, doors, goal)
+        return base, doors, goal
 
     def _scan(self, base: gym.Env) -> tuple[list[tuple[int, int, bool]], list[tuple[int, int]], list[tuple[int, int]]]:
-        """Find doors, goals and pickable objects.
+        """Find doors, goals and pickable objects by scanning the grid (any MiniGrid env).
 
         :param base: the unwrapped MiniGrid env
         :return: doors ``(x, y, is_open)``, goal cells ``(x, y)``, pickable objects ``(x, y)``
         """
         grid = base.grid
-        if _MULTIROOM is not None and isinstance(base, _MULTIROOM):
-            door_cells, goal = self._multiroom_layout(base)
-            cells = grid.grid
-            return [(x, y, cells[k].is_open) for x, y, k in door_cells], [goal], []
         doors, goals, pickables = [], [], []
         width = grid.width
         for k, cell in enumerate(grid.grid):
@@ -154,29 +162,35 @@ class MultiRoomBound:
     def __call__(self, env: gym.Env) -> tuple[float, float]:
         """:param env: a MiniGrid env (possibly wrapped) in the state to bound
         :return: ``(lower, upper)`` bounds on the discounted return-to-go"""
-        base = env.unwrapped
+        base, door_cells, goal = self._multiroom_layout(env)
         steps_left = base.max_steps - base.step_count
         if steps_left <= 0:
             return 0.0, 0.0
-        reach = steps_left if self.step_limit else float("inf")
-        doors, goals, pickables = self._scan(base)
+        if door_cells is not None:  # MultiRoom: the cells are known, only the doors' state is read
+            cells = base.grid.grid
+            doors, goals, pickables = [(x, y, cells[k].is_open) for x, y, k in door_cells], [goal], []
+        else:
+            doors, goals, pickables = self._scan(base)
         if not goals:
             raise ValueError(f"MultiRoomBound needs a Goal cell in the grid of {type(base).__name__}")
+        reach = steps_left if self.step_limit else float("inf")
         ax, ay = int(base.agent_pos[0]), int(base.agent_pos[1])
-        gamma = self.gamma
+        gamma, door_reward = self.gamma, self.door_reward
         m_goal = min([abs(ax - x) + abs(ay - y) for x, y in goals])
         if m_goal == 0:  # standing on the goal: the episode is over
             return 0.0, 0.0
         upper = self.goal_reward * gamma ** (m_goal - 1) if m_goal <= reach else 0.0
         lower = 0.0
         for x, y, is_open in doors:
-            first = max(abs(ax - x) + abs(ay - y) - 1, 0)
+            first = abs(ax - x) + abs(ay - y) - 1
+            if first < 0:
+                first = 0
             if first >= reach:
                 continue
             if is_open:
-                lower -= self.door_reward * gamma**first
+                lower -= door_reward * gamma**first
             else:
-                upper += self.door_reward * gamma**first
+                upper += door_reward * gamma**first
         if base.carrying is not None:
             lower -= self.pickup_reward
         elif pickables:
