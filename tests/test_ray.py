@@ -13,11 +13,14 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import gymnasium as gym
 import pytest
 import torch as th
 from stable_baselines3.common.callbacks import BaseCallback
 
 from sb3_dirpg import DirPG
+from sb3_dirpg.simulator.introspect import gymnasium_time_limit
+from tests.helpers import SparseChainEnv, small_dirpg
 from tests.test_parallel import InterruptOnce, SeedRecordingDirPG, assert_batches_consistent
 
 ray = pytest.importorskip("ray")
@@ -162,6 +165,21 @@ def test_two_actors_on_the_cluster_named_by_ray_address_give_the_same_run(cluste
     nodes = {ray.get(actor.info.remote())["node"] for actor in pool.actors}
     assert len(nodes) == 2, "the actors were not spread over the nodes"
     model.close_workers()
+
+
+def test_a_time_limit_built_before_rl_zoo3_replaced_it_reaches_the_actors(cluster: Cluster) -> None:
+    """As for worker processes: an env built with gymnasium's own TimeLimit, after rl_zoo3 replaced the name by a
+    subclass, arrives intact in a Ray actor (with Ray's own cloudpickle, the class went by value and reset failed)."""
+    import rl_zoo3.gym_patches  # noqa: F401
+
+    original = gymnasium_time_limit()
+    assert gym.wrappers.TimeLimit is not original  # the replacement is in effect
+    model = small_dirpg(original(SparseChainEnv(6), 6), n_workers=1, batch_episodes=4, parallel_backend="ray")
+    try:
+        model.learn(600)
+    finally:
+        model.close_workers()
+    assert model.num_timesteps >= 600
 
 
 def test_connect_keeps_a_connection_else_follows_ray_address_else_starts_locally(monkeypatch) -> None:

@@ -30,7 +30,7 @@ except ImportError as _error:
 from sb3_dirpg.common.batched_policy import BatchedPolicy, ObservationTransform
 from sb3_dirpg.common.policies import DirPGPolicy
 from sb3_dirpg.common.vec_simulator import VecSimulator
-from sb3_dirpg.common.worker_pool import SearchShare, WorkerError, _picklable
+from sb3_dirpg.common.worker_pool import EnvPickle, SearchShare, WorkerError, _picklable
 from sb3_dirpg.search import SearchConfig, TopDownSearch
 from sb3_dirpg.search.protocols import Heuristic
 from sb3_dirpg.simulator import SimulatorWrapper
@@ -86,14 +86,16 @@ class SearchActor:
     """One search worker (made a Ray actor by :class:`RaySearchPool`): its simulators and its copy of the policy live
     as long as the actor.
 
-    :param setup: the env chain, the policy's (class, constructor parameters), the heuristic and the observation transform
+    :param setup: the env chain, the policy's (class, constructor parameters), the heuristic and the observation
+        transform, wrapped as the process workers' are (gymnasium's ``TimeLimit`` by reference, see ``EnvPickle``)
     """
 
-    def __init__(self, setup: ActorSetup) -> None:
+    def __init__(self, setup: EnvPickle) -> None:
         import torch as th
 
         th.set_num_threads(1)
-        env, (policy_class, params), heuristic, transform = setup
+        built: ActorSetup = setup.var
+        env, (policy_class, params), heuristic, transform = built
         self.simulator = VecSimulator([SimulatorWrapper(env)], heuristic)
         self.policy: DirPGPolicy = policy_class(**params)
         self.policy.set_training_mode(False)
@@ -170,8 +172,10 @@ class RaySearchPool:
         self.connection = connect(num_cpus=max(n_workers, os.cpu_count() or 1))
         self.max_tries = max_tries
         self._actor_class = ray.remote(num_cpus=1, scheduling_strategy="SPREAD")(SearchActor)
-        # pickled once, whatever the number of actors and replacements
-        self._setup = ray.put((env, (type(policy), policy._get_constructor_parameters()), heuristic, transform))
+        # pickled once, whatever the number of actors and replacements; by the process workers' pickler, not Ray's
+        # cloudpickle, which would send a TimeLimit shadowed by rl-zoo3's patch by value (its reset then fails)
+        setup: ActorSetup = (env, (type(policy), policy._get_constructor_parameters()), heuristic, transform)
+        self._setup = ray.put(EnvPickle(setup))
         self.actors = [self._actor_class.remote(self._setup) for _ in range(n_workers)]
         self.batch_id = 0
         self.discarded = 0
