@@ -202,14 +202,16 @@ def profile_interaction(work: Workload, batch: int, n: int) -> dict[str, float]:
 
 
 def peak_search_memory(work: Workload, batch: int) -> dict[str, float]:
-    """:return: peak Python heap of one batch of searches (tracemalloc), in MB, total and per episode"""
+    """:return: peak Python heap of one batch of searches (tracemalloc), in MB, total and per episode, and in bytes per
+        node of the search tree (one node per interaction, plus the roots)"""
     model = make_dirpg(work, batch)
     model.simulator.ensure_simulators(batch)
     tracemalloc.start()
-    model.search(list(range(batch)))
+    result = model.search(list(range(batch)))
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
-    return {"batch_mb": peak / 2**20, "per_episode_mb": peak / 2**20 / batch}
+    nodes = result.tree.nodes.size
+    return {"batch_mb": peak / 2**20, "per_episode_mb": peak / 2**20 / batch, "bytes_per_node": peak / nodes, "nodes": nodes}
 
 
 def run_workload(work: Workload, rounds: int, n_workers: int, batch: int | None = None) -> dict[str, Any]:
@@ -297,7 +299,8 @@ def print_report(result: dict[str, Any]) -> None:
     for name, value in result["profile_us"].items():
         print(f"    {name:32s} {value:8.1f}")
     print(f"  peak memory of one batch of searches: {result['memory']['batch_mb']:.1f} MB "
-          f"({result['memory']['per_episode_mb']:.2f} MB per episode)")  # fmt: skip
+          f"({result['memory']['per_episode_mb']:.2f} MB per episode, {result['memory']['bytes_per_node']:,.0f} B per node "
+          f"of {result['memory']['nodes']:,})")  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
