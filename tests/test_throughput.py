@@ -24,3 +24,18 @@ def test_throughput_module_runs_and_writes_json(tmp_path) -> None:
     profile = work["profile_us"]
     assert {"simulator step", "clone (snapshot+restore)", "policy forward", "update", "total"} <= set(profile)
     assert profile["total"] > profile["simulator step"] > 0
+
+
+def test_search_core_module_measures_the_core_alone(tmp_path) -> None:
+    from sb3_dirpg.experiments import search_core
+
+    out = tmp_path / "core.json"
+    results = search_core.main(["--batches", "4", "--repeats", "1", "--json", str(out)])
+    row = results[4]
+    assert json.loads(out.read_text())["4"] == row
+    # every episode samples a_opt to the horizon, and at most the whole batch searches in one iteration
+    assert row["interactions"] >= 4 * search_core.HORIZON
+    assert row["iterations"] >= search_core.HORIZON and 0 < row["mean_active"] <= 4
+    assert row["interactions"] == round(row["mean_active"] * row["iterations"])
+    assert row["total_us"] == pytest.approx(row["core_us"] + row["simulator_us"] + row["policy_us"])
+    assert row["core_us"] > 0
