@@ -248,16 +248,17 @@ class TopDownSearch:
         g_arr = tree.regions.G[regions]
         nodes = tree.regions.node[regions]
         prio_dir, bound = (keys.tolist() for keys in self._rank(tree, g_arr, nodes))
-        g = g_arr.tolist()
         prune = self.config.prune
         phase, d_best, heaps, outcomes = state.phase, state.d_best, state.heaps, state.outcomes
-        for i, (r, e) in enumerate(zip(regions.tolist(), episodes.tolist())):
-            if phase[e] is DIR and prune and bound[i] <= d_best[e]:
+        heappush = heapq.heappush
+        for r, e, g_i, prio_i, bound_i in zip(regions.tolist(), episodes.tolist(), g_arr.tolist(), prio_dir, bound):
+            phase_e = phase[e]
+            if phase_e is DIR and prune and bound_i <= d_best[e]:
                 outcomes[e].pruned += 1
             elif follow:
-                state.follow[e] = (bound[i], r)
+                state.follow[e] = (bound_i, r)
             else:
-                heapq.heappush(heaps[e], (-(g[i] if phase[e] is OPT else prio_dir[i]), bound[i], r))
+                heappush(heaps[e], (-(g_i if phase_e is OPT else prio_i), bound_i, r))
 
     @staticmethod
     def _pop(state: SearchState, e: int, prune: bool) -> int:
@@ -419,14 +420,11 @@ class TopDownSearch:
         :param episodes: the episodes, shape (k,)
         :return: the uniforms and the exponentials, shape (k,) each
         """
-        uniforms = np.empty(len(episodes))
-        exponentials = np.empty(len(episodes))
         rngs = state.rngs
-        for i, e in enumerate(episodes.tolist()):
-            rng = rngs[e]
-            uniforms[i] = rng.random()
-            exponentials[i] = rng.standard_exponential()
-        return uniforms, exponentials
+        draws = np.array(
+            [(rng.random(), rng.standard_exponential()) for rng in map(rngs.__getitem__, episodes.tolist())], dtype=np.float64
+        ).reshape(len(episodes), 2)  # in each episode's stream: the uniform, then the exponential
+        return draws[:, 0], draws[:, 1]
 
     def _evaluate(self, tree: SearchTree, nodes: np.ndarray) -> None:
         """Store the policy's log-probabilities at the nodes that do not have them yet (one call for all of them).

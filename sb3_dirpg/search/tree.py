@@ -17,11 +17,11 @@ class _Columns:
         for name, (dtype, shape, fill) in specs.items():
             setattr(self, name, np.full((self._capacity, *shape), fill, dtype=dtype))
 
-    def allocate(self, n: int) -> np.ndarray:
+    def allocate(self, n: int) -> slice:
         """Reserve ``n`` new rows.
 
         :param n: number of rows
-        :return: their indices
+        :return: their rows, as a slice (writing through a slice is cheaper than through an index array)
         """
         start, end = self.size, self.size + n
         if end > self._capacity:
@@ -32,7 +32,7 @@ class _Columns:
                 setattr(self, name, grown)
             self._capacity = new_capacity
         self.size = end
-        return np.arange(start, end)
+        return slice(start, end)
 
 
 class SearchTree:
@@ -94,25 +94,25 @@ class SearchTree:
 
         :return: their ids
         """
-        ids = self.nodes.allocate(len(episode))
+        rows = self.nodes.allocate(len(episode))
         n = self.nodes
         if success is not None:
-            n.success[ids] = success
-        n.episode[ids], n.parent[ids], n.action[ids], n.depth[ids] = episode, parent, action, depth
-        n.log_p[ids], n.reward[ids], n.ret[ids], n.terminal[ids], n.legal[ids] = log_p, reward, ret, terminal, legal
-        n.lower[ids], n.upper[ids] = lower, upper
+            n.success[rows] = success
+        n.episode[rows], n.parent[rows], n.action[rows], n.depth[rows] = episode, parent, action, depth
+        n.log_p[rows], n.reward[rows], n.ret[rows], n.terminal[rows], n.legal[rows] = log_p, reward, ret, terminal, legal
+        n.lower[rows], n.upper[rows] = lower, upper
         self.obs.extend(obs)
         self.snapshots.extend(snapshots)
-        return ids
+        return np.arange(rows.start, rows.stop)
 
     def add_regions(self, node: np.ndarray, legal: np.ndarray, g: np.ndarray) -> np.ndarray:
         """Append a batch of regions.
 
         :return: their ids
         """
-        ids = self.regions.allocate(len(node))
-        self.regions.node[ids], self.regions.legal[ids], self.regions.G[ids] = node, legal, g
-        return ids
+        rows = self.regions.allocate(len(node))
+        self.regions.node[rows], self.regions.legal[rows], self.regions.G[rows] = node, legal, g
+        return np.arange(rows.start, rows.stop)
 
     def path(self, leaf: int) -> list[int]:
         """Node ids from the root to ``leaf`` (both included).
