@@ -109,7 +109,7 @@ class MultiRoomBound:
         self.__dict__.update(state)
         self._layouts = weakref.WeakKeyDictionary()
 
-    def _multiroom_layout(self, env: gym.Env) -> tuple[gym.Env, tuple[tuple[int, int, int], ...] | None, tuple[int, int]]:
+    def _find_layout(self, env: gym.Env) -> tuple[gym.Env, tuple[tuple[int, int, int], ...] | None, tuple[int, int]]:
         """The unwrapped env of a chain and, for MultiRoom, its doors' and goal's cells, found once per grid (per episode):
         they never move. Remembered per chain, since ``env.unwrapped`` walks the chain at every call.
 
@@ -162,7 +162,7 @@ class MultiRoomBound:
     def __call__(self, env: gym.Env) -> tuple[float, float]:
         """:param env: a MiniGrid env (possibly wrapped) in the state to bound
         :return: ``(lower, upper)`` bounds on the discounted return-to-go"""
-        base, door_cells, goal = self._multiroom_layout(env)
+        base, door_cells, goal = self._find_layout(env)
         steps_left = base.max_steps - base.step_count
         if steps_left <= 0:
             return 0.0, 0.0
