@@ -39,3 +39,22 @@ def test_search_core_module_measures_the_core_alone(tmp_path) -> None:
     assert row["interactions"] == round(row["mean_active"] * row["iterations"])
     assert row["total_us"] == pytest.approx(row["core_us"] + row["simulator_us"] + row["policy_us"])
     assert row["core_us"] > 0
+
+
+def test_paired_speed_compares_two_trees_side_by_side(tmp_path) -> None:
+    from pathlib import Path
+
+    import sb3_dirpg
+    from sb3_dirpg.experiments import paired_speed
+
+    tree = Path(sb3_dirpg.__file__).resolve().parents[1]
+    out = tmp_path / "paired.json"
+    args = [str(tree), str(tree), "--rounds", "2", "--interactions", "400", "--workload", "cartpole", "--batch", "2"]
+    result = paired_speed.main([*args, "--json", str(out)])
+    assert json.loads(out.read_text()) == result
+    assert len(result["ratios"]) == 2 and all(r > 0 for r in result["ratios"])
+    assert result["ratios"] == pytest.approx([n / o for o, n in zip(result["rates_old"], result["rates_new"])])
+    assert 0 <= result["sign_test_p"] <= 1
+    assert result["same_parameters"]  # the same code with the same seed trains the same parameters
+    with pytest.raises(ValueError, match="holds no sb3_dirpg package"):
+        paired_speed.compare(tmp_path, tree, 1, 100, "cartpole", 2, verbose=False)
