@@ -88,7 +88,7 @@ class BatchedPolicy:
         :param masks: legal actions (the search applies them)
         :return: action logits, shape (n, n_actions)
         """
-        with th.no_grad():
+        with th.inference_mode():  # no autograd bookkeeping at all: the logits leave torch at once
             return self.policy.action_logits(self.to_tensor(obs)).cpu().numpy()
 
     def search_function(self) -> PolicyFunction:

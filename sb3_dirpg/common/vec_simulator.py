@@ -119,6 +119,9 @@ class VecSimulator:
 
     def _bounds(self, env: SimulatorWrapper) -> tuple[float, float]:
         value = self.heuristic(env)
+        if type(value) is tuple and len(value) == 2 and type(value[0]) is float and type(value[1]) is float:
+            if value[0] <= value[1]:  # the usual answer, checked in full below when it is anything else (NaN included)
+                return value
         if isinstance(value, tuple) and len(value) == 2:
             lower, upper = value
         else:
