@@ -57,6 +57,29 @@ def test_fast_view_equals_minigrid_on_random_play(env_id: str, attrs: dict) -> N
     assert states >= 50
 
 
+@pytest.mark.parametrize("env_id", ENV_IDS)
+def test_fast_view_follows_restores_that_undo_doors_pickups_and_moves(env_id: str) -> None:
+    # restores put keys back, close doors and move obstacles backwards, in place: the view must follow them
+    sim = SimulatorWrapper(FastObservation(gym.make(env_id)))
+    base = sim.unwrapped
+    rng = np.random.default_rng(3)
+    checked = restored = 0
+    for episode in range(3):
+        sim.reset(seed=episode)
+        saved = [sim.snapshot()]
+        for _ in range(200):
+            if rng.random() < 0.3:
+                sim.restore(saved[int(rng.integers(len(saved)))])
+                restored += 1
+            elif sim.step(int(rng.integers(base.action_space.n)))[2:4] != (False, False):
+                sim.restore(saved[0])
+            else:
+                saved.append(sim.snapshot())
+            np.testing.assert_array_equal(encode_view(base), minigrid_image(base), err_msg=f"{env_id} episode {episode}")
+            checked += 1
+    assert checked == 600 and restored > 100
+
+
 def test_visibility_equals_minigrid_process_vis_on_random_see_through_patterns() -> None:
     from minigrid.core.grid import Grid
     from minigrid.core.world_object import Wall
