@@ -58,3 +58,20 @@ def test_paired_speed_compares_two_trees_side_by_side(tmp_path) -> None:
     assert result["same_parameters"]  # the same code with the same seed trains the same parameters
     with pytest.raises(ValueError, match="holds no sb3_dirpg package"):
         paired_speed.compare(tmp_path, tree, 1, 100, "cartpole", 2, verbose=False)
+
+
+def test_in_situ_cost_probes_every_lockstep_iteration(tmp_path) -> None:
+    from sb3_dirpg.experiments import in_situ_cost
+
+    probes = in_situ_cost.SamplingProbes()
+    assert probes.with_python() == probes.with_numpy().tolist()  # the two probes do the same job
+    out = tmp_path / "in_situ.json"
+    args = ["--env", "cartpole", "--interactions", "600", "--batch", "4", "--repeats", "50", "--json", str(out)]
+    result = in_situ_cost.main(args)
+    assert json.loads(out.read_text()) == result
+    # on_step runs once per lockstep iteration, and an iteration steps at most one node per episode
+    assert result["interactions"] >= 600 and result["interactions"] / 4 <= result["iterations"] <= result["interactions"]
+    for name, inside in result["inside_us"].items():
+        alone = (result["alone_before_us"][name] + result["alone_after_us"][name]) / 2
+        assert inside > 0 and alone > 0
+        assert result["inside_over_alone"][name] == pytest.approx(inside / alone)
