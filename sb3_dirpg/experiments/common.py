@@ -106,6 +106,16 @@ def save_results(out: Path, name: str, data: dict[str, Any], figure: Any, starte
     return path
 
 
+def write_json(path: str | Path, data: Any) -> None:
+    """Write a benchmark's results as indented JSON and say where.
+
+    :param path: the file to write
+    :param data: JSON-serialisable results
+    """
+    Path(path).write_text(json.dumps(data, indent=2))
+    print(f"wrote {path}")
+
+
 def _json_default(value: Any) -> Any:
     if isinstance(value, np.generic):
         return value.item()

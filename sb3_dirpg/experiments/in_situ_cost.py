@@ -11,7 +11,6 @@ trains, and alone in a tight loop before and after; it prints µs per probe both
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import time
 from collections.abc import Callable
@@ -20,6 +19,7 @@ from typing import Any
 import numpy as np
 from stable_baselines3.common.callbacks import BaseCallback
 
+from sb3_dirpg.experiments.common import write_json
 from sb3_dirpg.experiments.throughput import WORKLOADS, make_dirpg
 
 N_REGIONS = 16  # about the number of episodes still searching per lockstep iteration on MultiRoom-N6 at batch 32
@@ -144,9 +144,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     for name in probes:
         print(f"{name:16s} {alone[name]:9.2f} {inside[name]:10.2f} {result['inside_over_alone'][name]:6.2f}")
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump(result, f, indent=2)
-        print(f"wrote {args.json}")
+        write_json(args.json, result)
     return result
 
 

@@ -25,6 +25,8 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
+from sb3_dirpg.experiments.common import write_json
+
 # run in each tree's own Python process: train, then print the CPU-time rate and a hash of the parameters
 RUNNER = """
 import hashlib, json, sys, time
@@ -136,9 +138,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
           f"new faster in {result['new_faster_rounds']} of {args.rounds} (sign test p = {result['sign_test_p']:.3f}, "
           f"Wilcoxon p = {result['wilcoxon_p']:.3f}); same parameters: {result['same_parameters']}")  # fmt: skip
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump(result, f, indent=2)
-        print(f"wrote {args.json}")
+        write_json(args.json, result)
     return result
 
 

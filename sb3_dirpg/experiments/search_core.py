@@ -13,13 +13,13 @@ iterations.
 from __future__ import annotations
 
 import argparse
-import json
 import time
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
+from sb3_dirpg.experiments.common import write_json
 from sb3_dirpg.search import SearchConfig, TopDownSearch, Transitions
 
 N_ACTIONS = 3
@@ -132,9 +132,7 @@ def main(argv: list[str] | None = None) -> dict[int, dict[str, float]]:
               f"{median['core_us']:11.1f} {median['core_us_per_iteration']:12.0f} "
               f"{median['simulator_us'] + median['policy_us']:17.1f}")  # fmt: skip
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump({str(b): r for b, r in results.items()}, f, indent=2)
-        print(f"wrote {args.json}")
+        write_json(args.json, {str(b): r for b, r in results.items()})
     return results
 
 
