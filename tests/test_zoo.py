@@ -68,7 +68,10 @@ def test_cli_train_writes_model_and_tensorboard_then_enjoy_loads_it(tmp_path) ->
     assert (run_dir / "CartPole-v1.zip").is_file()
     assert (run_dir / "best_model.zip").is_file()
     evaluations = np.load(run_dir / "evaluations.npz")["timesteps"]
-    assert evaluations[0] >= 300 and len(evaluations) == 2  # --eval-freq counts interactions
+    # --eval-freq counts interactions: one evaluation in the lockstep iteration (at most 8 interactions, one per episode
+    # of the batch) that crosses each multiple of 300, up to the end of the last batch of searches
+    assert len(evaluations) >= 2 and (evaluations // 300 == np.arange(1, len(evaluations) + 1)).all()
+    assert (evaluations % 300 < 8).all()
     config = yaml.unsafe_load((run_dir / "CartPole-v1" / "config.yml").read_text())
     assert dict(config)["search_budget"] == 200  # read from zoo_hyperparams/dirpg.yml by default
     assert len(load_results(str(run_dir))) > 0  # the a_opt episodes reach the monitor files rl-zoo3's plot_train reads

@@ -4,24 +4,25 @@ Every search of the batch pops one region per iteration; the simulator steps all
 policy is evaluated once per iteration on every popped node that has not been evaluated yet.
 
 The state of a batch lives in one :class:`~sb3_dirpg.search.state.SearchState`. One iteration is ``_pop_regions``
-then ``_expand``: ``_draw_noise``, ``_evaluate``, ``_split`` (sample an action, split off the rest of the region),
-``_step``, ``_count_interactions``, ``_push_rest``, ``_push_children``, ``_settle_trajectories`` (``a_opt``, a better
-``a_dir``, stopping rules) and ``_stop_spent``.
+(which also ends the searches that have spent their budget) then ``_expand``: ``_evaluate``, the split
+(sample an action, split off the rest of the region), the simulator's step, ``_add_children`` (add the children, count
+the interactions, queue the rests and the children's regions) and, when trajectories end, ``_settle_trajectories``
+(``a_opt``, a better ``a_dir``, stopping rules). The bookkeeping runs in the compiled kernels of
+:mod:`sb3_dirpg.search.kernels`, three calls per iteration.
 """
 
 from __future__ import annotations
 
 import contextlib
 import gc
-import heapq
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from sb3_dirpg.search.gumbel import masked_log_softmax, masked_logsumexp, truncate_gumbel
+from sb3_dirpg.search import kernels
 from sb3_dirpg.search.protocols import BatchSimulator, PolicyFunction, Transitions
-from sb3_dirpg.search.state import DIR, DONE, OPT, SearchState
+from sb3_dirpg.search.state import DIR, DONE, NOISE_BLOCK, OPT, Popped, SearchState
 from sb3_dirpg.search.tree import SearchTree
 
 PRIORITIES = ("gumbel", "astar")
@@ -203,6 +204,9 @@ def _check_masks(masks: np.ndarray, terminal: np.ndarray, episodes: np.ndarray, 
 class TopDownSearch:
     """Runs Algorithms 1 and 2 of the paper for a batch of episodes in lockstep.
 
+    The per-iteration bookkeeping runs in the compiled kernels of :mod:`sb3_dirpg.search.kernels`; this class keeps the
+    simulator, the policy, the random streams and the rare events (a complete trajectory, the switch to ``a_dir``).
+
     :param simulator: steps snapshots (see :class:`~sb3_dirpg.search.protocols.BatchSimulator`)
     :param policy_fn: observations and masks to logits (see :class:`~sb3_dirpg.search.protocols.PolicyFunction`)
     :param config: search settings
@@ -213,79 +217,32 @@ class TopDownSearch:
         self.policy_fn = policy_fn
         self.config = config
         self.n_actions = int(simulator.n_actions)
+        self._priority = kernels.ASTAR if config.priority == "astar" else kernels.GUMBEL
+        self._horizon = -1 if config.horizon is None else int(config.horizon)
+        self._no_logits = np.empty((0, self.n_actions))
 
-    # -- priorities and bounds, vectorised over regions ------------------------------------------------------
+    # -- queues ----------------------------------------------------------------------------------------------
 
-    def _rank(self, tree: SearchTree, g: np.ndarray, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Rank regions for the ``a_dir`` search (``a_opt`` is sampled by ``G`` alone).
+    def _rest_bound(self, tree: SearchTree) -> np.ndarray:
+        """:param tree: the search tree
+        :return: the nodes' bound on the return-to-go that pruning and the A* priority use (``upper`` for ε > 0, else
+            ``lower``), shape (nodes,)"""
+        return tree.nodes.upper if self.config.epsilon > 0 else tree.nodes.lower
 
-        :param tree: the search tree
-        :param g: the regions' Gumbels, shape (k,)
-        :param nodes: the regions' nodes, shape (k,)
-        :return: the ``a_dir`` priority of each region (``G``, or ``G + ε·(L + α·U)`` for ``"astar"``) and an upper
-            bound of ``D`` over its trajectories, shape (k,) each
-        """
-        cfg = self.config
-        ret = tree.nodes.ret[nodes]
-        rest = tree.nodes.upper[nodes] if cfg.epsilon > 0 else tree.nodes.lower[nodes]  # bound on the return-to-go
-        bound = g + cfg.epsilon * (ret + rest)
-        if cfg.priority == "gumbel":
-            return g, bound
-        priority = g + cfg.epsilon * ret
-        if cfg.alpha > 0:
-            priority = priority + cfg.epsilon * cfg.alpha * rest
-        return priority, bound
-
-    def _push(self, state: SearchState, regions: np.ndarray, episodes: np.ndarray, follow: bool = False) -> None:
-        """Push regions onto the heaps of their episodes, pruning those that cannot beat the best ``D`` so far.
+    def _push(self, state: SearchState, regions: np.ndarray, episodes: np.ndarray) -> None:
+        """Queue regions onto their episodes' heaps, pruning those that cannot beat the best ``D`` so far.
 
         :param state: the search state
-        :param regions: region ids
-        :param episodes: the episode of each region
-        :param follow: make each region its episode's next region to expand instead (depth-first; at most one region
-            per episode)
+        :param regions: region ids, shape (m,)
+        :param episodes: the episode of each region, shape (m,)
         """
-        if regions.size == 0:
-            return
-        tree = state.tree
-        g_arr = tree.regions.G[regions]
-        nodes = tree.regions.node[regions]
-        prio_dir, bound = (keys.tolist() for keys in self._rank(tree, g_arr, nodes))
-        prune = self.config.prune
-        phase, d_best, heaps, outcomes = state.phase, state.d_best, state.heaps, state.outcomes
-        heappush = heapq.heappush
-        for r, e, g_i, prio_i, bound_i in zip(regions.tolist(), episodes.tolist(), g_arr.tolist(), prio_dir, bound):
-            phase_e = phase[e]
-            if phase_e is DIR and prune and bound_i <= d_best[e]:
-                outcomes[e].pruned += 1
-            elif follow:
-                state.follow[e] = (bound_i, r)
-            else:
-                heappush(heaps[e], (-(g_i if phase_e is OPT else prio_i), bound_i, r))
-
-    @staticmethod
-    def _pop(state: SearchState, e: int, prune: bool) -> int:
-        """Take episode ``e``'s next region: the followed child (depth-first), else the heap's best.
-
-        :param state: the search state
-        :param e: the episode
-        :param prune: drop, on the way, the regions that can no longer beat the best ``D`` (searching ``a_dir``)
-        :return: the region, or -1 when none is left
-        """
-        followed = state.follow[e]
-        if followed is not None:
-            state.follow[e] = None
-            if not (prune and followed[0] <= state.d_best[e]):
-                return followed[1]
-            state.outcomes[e].pruned += 1
-        heap = state.heaps[e]
-        while heap:
-            _, bound, region = heapq.heappop(heap)
-            if prune and bound <= state.d_best[e]:
-                state.outcomes[e].pruned += 1
-                continue
-            return region
-        return -1
+        cfg, tree, q = self.config, state.tree, state.queues
+        q.reserve(int(np.bincount(episodes).max(initial=0)))
+        kernels.push_regions(
+            regions, episodes, tree.regions.node, tree.regions.G, tree.nodes.ret, self._rest_bound(tree), cfg.epsilon,
+            self._priority, cfg.alpha, cfg.prune, state.phase, state.d_best, state.pruned, q.follow_bound,
+            q.follow_region, q.key, q.bound, q.region, q.size,
+        )  # fmt: skip
 
     def _reprioritise(self, state: SearchState, e: int) -> None:
         """Rebuild the heap of episode ``e`` with the ``a_dir`` priority.
@@ -293,10 +250,12 @@ class TopDownSearch:
         :param state: the search state
         :param e: the episode
         """
-        heap = state.heaps[e]
-        regions = np.fromiter((entry[2] for entry in heap), dtype=np.int64, count=len(heap))
-        state.heaps[e] = []
-        self._push(state, regions, np.full(regions.size, e))
+        cfg, tree, q = self.config, state.tree, state.queues
+        kernels.requeue(
+            e, tree.regions.node, tree.regions.G, tree.nodes.ret, self._rest_bound(tree), cfg.epsilon, self._priority,
+            cfg.alpha, cfg.prune, state.phase, state.d_best, state.pruned, q.follow_bound, q.follow_region, q.key,
+            q.bound, q.region, q.size,
+        )  # fmt: skip
 
     # -- the search ------------------------------------------------------------------------------------------
 
@@ -310,8 +269,9 @@ class TopDownSearch:
 
         :param seeds: one seed per episode, passed to the simulator's reset
         :param rng: source of the Gumbel noise and action sampling: one generator per episode, or one generator that
-            is spawned into one per episode. Each episode draws only from its own generator, so its outcome does not
-            depend on which other episodes share the batch.
+            is spawned into one per episode. Each episode draws only from its own generator (one exponential for its
+            root's Gumbel, then blocks of uniforms and exponentials, see :class:`~sb3_dirpg.search.state.NoiseBlocks`),
+            so its outcome does not depend on which other episodes share the batch.
         :param on_iteration: called after every lockstep iteration with the number of interactions it made;
             returning False stops every search of the batch (``SearchResult.stopped`` is then True)
         :return: the tree and the per-episode outcomes
@@ -320,11 +280,11 @@ class TopDownSearch:
             state = self._start(seeds, rng)
             stopped = False
             while True:
-                episodes, regions = self._pop_regions(state)
-                if episodes.size == 0:
+                popped = self._pop_regions(state)
+                if popped.episodes.size == 0:
                     break
-                self._expand(state, episodes, regions)
-                if on_iteration is not None and on_iteration(len(episodes)) is False:
+                self._expand(state, popped)
+                if on_iteration is not None and on_iteration(len(popped.episodes)) is False:
                     stopped = True
                     break
             return self._finish(state, stopped)
@@ -358,25 +318,21 @@ class TopDownSearch:
         self._push(state, root_regions, episodes)
         return state
 
-    def _pop_regions(self, state: SearchState) -> tuple[np.ndarray, np.ndarray]:
-        """Pop the next region of every episode still searching; an episode with none left is done.
+    def _pop_regions(self, state: SearchState) -> Popped:
+        """End the ``a_dir`` search of the episodes that have spent their budget, then pop the next region of every
+        episode still searching; an episode with none left is done.
 
         :param state: the search state
-        :return: the episodes that popped a region, and their regions, int64, shape (k,) each
+        :return: the popped regions
         """
-        episodes, regions = [], []
-        phase = state.phase
-        prune = self.config.prune
-        for e in range(len(phase)):
-            if phase[e] is DONE:
-                continue
-            region = self._pop(state, e, prune and phase[e] is DIR)
-            if region < 0:
-                phase[e] = DONE
-                continue
-            episodes.append(e)
-            regions.append(region)
-        return np.asarray(episodes, dtype=np.int64), np.asarray(regions, dtype=np.int64)
+        cfg, tree, q = self.config, state.tree, state.queues
+        return Popped(
+            *kernels.pop_regions(
+                cfg.budget, cfg.prune, state.phase, state.d_best, state.pruned, state.search_interactions, q.follow_bound,
+                q.follow_region, q.key, q.bound, q.region, q.size, tree.regions.node, tree.regions.G, tree.nodes.evaluated,
+                state.noise.used, NOISE_BLOCK,
+            )
+        )  # fmt: skip
 
     def _finish(self, state: SearchState, stopped: bool) -> SearchResult:
         """Count each episode's interactions and hand the outcomes over.
@@ -385,119 +341,89 @@ class TopDownSearch:
         :param stopped: whether ``on_iteration`` interrupted the batch
         :return: the search result
         """
-        for e, ep in enumerate(state.outcomes):
-            ep.interactions = int(ep.length_opt + state.search_interactions[e])
+        for ep, length_opt, searched, pruned in zip(
+            state.outcomes, state.length_opt.tolist(), state.search_interactions.tolist(), state.pruned.tolist()
+        ):
+            ep.length_opt, ep.interactions, ep.pruned = length_opt, length_opt + searched, pruned
         return SearchResult(tree=state.tree, episodes=state.outcomes, stopped=stopped)
 
     # -- one lockstep iteration ------------------------------------------------------------------------------
 
-    def _expand(self, state: SearchState, episodes: np.ndarray, regions: np.ndarray) -> None:
+    def _expand(self, state: SearchState, popped: Popped) -> None:
         """Expand one popped region per episode: split it into a sampled action and the rest, step the simulator with
-        the action, queue the rest and the child's region, settle the trajectories that end there and stop the searches
-        that have spent their budget.
+        the action, add the child, queue the rest and the child's region, and settle the trajectories that end there.
 
         :param state: the search state
-        :param episodes: the episodes, int64, shape (k,)
-        :param regions: their popped regions, int64, shape (k,)
+        :param popped: the popped regions
         """
-        tree = state.tree
-        uniforms, exponentials = self._draw_noise(state, episodes)
-        nodes, g = tree.regions.node[regions], tree.regions.G[regions]
-        self._evaluate(tree, nodes)
-        actions, rest, g_rest = self._split(tree, regions, uniforms, exponentials)
-        children = self._step(tree, episodes, nodes, actions)
-        self._count_interactions(state, episodes)
-        self._push_rest(state, episodes, nodes, rest, g_rest)
-        ends = tree.nodes.terminal[children]
-        is_open = ~ends
-        self._push_children(state, episodes[is_open], children[is_open], g[is_open])  # a child keeps its region's G
-        self._settle_trajectories(state, episodes[ends], children[ends], g[ends])
-        self._stop_spent(state, episodes)
-
-    @staticmethod
-    def _draw_noise(state: SearchState, episodes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Draw one uniform (the action) and one exponential (the Gumbel of the rest) per episode, each from the
-        episode's own stream and in that order.
-
-        :param state: the search state
-        :param episodes: the episodes, shape (k,)
-        :return: the uniforms and the exponentials, shape (k,) each
-        """
-        rngs = state.rngs
-        draws = np.array(
-            [(rng.random(), rng.standard_exponential()) for rng in map(rngs.__getitem__, episodes.tolist())], dtype=np.float64
-        ).reshape(len(episodes), 2)  # in each episode's stream: the uniform, then the exponential
-        return draws[:, 0], draws[:, 1]
-
-    def _evaluate(self, tree: SearchTree, nodes: np.ndarray) -> None:
-        """Store the policy's log-probabilities at the nodes that do not have them yet (one call for all of them).
-
-        :param tree: the search tree
-        :param nodes: node ids, shape (k,), repeats allowed
-        """
-        todo = np.unique(nodes[~tree.nodes.evaluated[nodes]])
-        if todo.size == 0:
-            return
-        legal = tree.nodes.legal[todo]
-        logits = np.asarray(self.policy_fn([tree.obs[i] for i in todo], legal), dtype=np.float64)
-        tree.nodes.log_pi[todo] = masked_log_softmax(logits, legal)
-        tree.nodes.evaluated[todo] = True
-
-    @staticmethod
-    def _split(
-        tree: SearchTree, regions: np.ndarray, uniforms: np.ndarray, exponentials: np.ndarray
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Split each region in two: one action sampled within its legal set in proportion to the policy (inverse CDF;
-        its child inherits the region's Gumbel), and the rest (same prefix, that action removed), whose Gumbel is drawn
-        truncated below the region's.
-
-        :param tree: the search tree, with the regions' nodes evaluated
-        :param regions: region ids, shape (k,)
-        :param uniforms: one uniform in [0, 1) per region (the action), shape (k,)
-        :param exponentials: one standard exponential per region (the rest's Gumbel), shape (k,)
-        :return: the actions, int64, shape (k,); the rests' legal actions, bool, shape (k, n_actions) (possibly none);
-            the rests' Gumbels, shape (k,)
-        """
-        nodes = tree.regions.node[regions]
-        legal = tree.regions.legal[regions]
-        log_pi = tree.nodes.log_pi[nodes]
-        cum = np.cumsum(np.where(legal, np.exp(log_pi), 0.0), axis=1)
-        total = cum[:, -1]
-        # a region whose legal actions all have probability 0 takes its first legal action
-        actions = np.where(total > 0, (cum > (uniforms * total)[:, None]).argmax(axis=1), legal.argmax(axis=1))
-        rest = legal.copy()
-        rest[np.arange(len(regions)), actions] = False
-        mu = tree.nodes.log_p[nodes] + masked_logsumexp(log_pi, rest)
-        return actions, rest, truncate_gumbel(mu - np.log(exponentials), tree.regions.G[regions])
-
-    def _step(self, tree: SearchTree, episodes: np.ndarray, nodes: np.ndarray, actions: np.ndarray) -> np.ndarray:
-        """Make one environment interaction per node and add the states reached as its children.
-
-        :param tree: the search tree
-        :param episodes: the episode of each node, shape (k,)
-        :param nodes: node ids, shape (k,)
-        :param actions: the action to take at each node, shape (k,)
-        :return: the children's node ids, shape (k,)
-        """
-        cfg = self.config
-        trans = self.simulator.step([tree.snapshots[i] for i in nodes], actions, episodes)
-        parent_depth = tree.nodes.depth[nodes]
-        depth = parent_depth + 1
-        rewards = np.asarray(trans.rewards, dtype=np.float64)
-        terminal = np.asarray(trans.terminal, dtype=bool)
-        if cfg.horizon is not None:
-            terminal = terminal | (depth >= cfg.horizon)
-        masks = np.asarray(trans.masks, dtype=bool)
-        _check_masks(masks, terminal, episodes, "after a step")
-        reached = Transitions(trans.obs, rewards, terminal, masks, trans.snapshots, trans.lower, trans.upper, trans.success)
-        lower, upper = self._bounds_of(reached, depth)
-        return tree.add_nodes(
-            episode=episodes, parent=nodes, action=actions, depth=depth,
-            log_p=tree.nodes.log_p[nodes] + tree.nodes.log_pi[nodes, actions], reward=rewards,
-            ret=tree.nodes.ret[nodes] + self._discounted(rewards, parent_depth),
-            terminal=terminal, legal=masks, lower=lower, upper=upper, obs=trans.obs, snapshots=trans.snapshots,
-            success=trans.success,
+        tree, noise = state.tree, state.noise
+        if popped.refill.size:
+            noise.refill(popped.refill, state.rngs)
+        actions, rest, g_rest = kernels.split_regions(
+            popped.todo, self._evaluate(tree, popped.todo), tree.nodes.legal, tree.nodes.log_pi, tree.nodes.evaluated,
+            tree.nodes.log_p, tree.regions.node, tree.regions.legal, tree.regions.G, popped.episodes, popped.regions,
+            noise.uniform, noise.exponential, noise.used,
         )  # fmt: skip
+        trans = self.simulator.step([tree.snapshots[i] for i in popped.nodes.tolist()], actions, popped.episodes)
+        children, n_ends = self._add_children(state, popped, actions, rest, g_rest, trans)
+        if n_ends:
+            ends = tree.nodes.terminal[children]
+            leaves = np.arange(children.start, children.stop)[ends]
+            self._settle_trajectories(state, popped.episodes[ends], leaves, popped.g[ends])
+
+    def _evaluate(self, tree: SearchTree, todo: np.ndarray) -> np.ndarray:
+        """Evaluate the policy at the nodes that do not have its log-probabilities yet (one call for all of them).
+
+        :param tree: the search tree
+        :param todo: the nodes, unique, shape (m,)
+        :return: the logits, float64, shape (m, n_actions)
+        """
+        if todo.size == 0:
+            return self._no_logits
+        logits = self.policy_fn([tree.obs[i] for i in todo.tolist()], tree.nodes.legal[todo])
+        return np.ascontiguousarray(logits, dtype=np.float64)
+
+    def _add_children(
+        self, state: SearchState, popped: Popped, actions: np.ndarray, rest: np.ndarray, g_rest: np.ndarray, trans: Transitions
+    ) -> tuple[slice, int]:
+        """Add the states the simulator reached as children of the popped nodes, count the interactions, and queue the
+        non-empty rests and the children's regions (depth-first: each child's region as its episode's next region).
+
+        :param state: the search state
+        :param popped: the popped regions
+        :param actions: the actions taken, shape (k,)
+        :param rest: the rests' legal actions, bool, shape (k, n_actions)
+        :param g_rest: the rests' Gumbels, shape (k,)
+        :param trans: the states reached
+        :return: the children's node ids, as a slice, and the number of them that end their trajectory
+        """
+        cfg, tree, q = self.config, state.tree, state.queues
+        k = len(popped.episodes)
+        tree.regions.reserve(2 * k)
+        q.reserve(2)
+        rows = tree.nodes.allocate(k)
+        nodes, regions = tree.nodes, tree.regions
+        added, n_ends, empty = kernels.add_children(
+            popped.episodes, popped.nodes, actions, popped.g, rest, g_rest, np.asarray(trans.rewards, dtype=np.float64),
+            np.asarray(trans.terminal, dtype=bool), np.asarray(trans.masks, dtype=bool),
+            np.full(k, -np.inf) if trans.lower is None else np.asarray(trans.lower, dtype=np.float64),
+            np.full(k, np.inf) if trans.upper is None else np.asarray(trans.upper, dtype=np.float64),
+            np.zeros(k, bool) if trans.success is None else np.asarray(trans.success, dtype=bool),
+            cfg.gamma, self._horizon, cfg.epsilon, self._priority, cfg.alpha, cfg.prune, cfg.depth_first, rows.start,
+            nodes.episode, nodes.parent, nodes.action, nodes.depth, nodes.log_p, nodes.reward, nodes.ret, nodes.lower,
+            nodes.upper, nodes.terminal, nodes.success, nodes.legal, nodes.log_pi, regions.size, regions.node,
+            regions.legal, regions.G, state.phase, state.d_best, state.pruned, state.search_interactions,
+            state.length_opt, q.follow_bound, q.follow_region, q.key, q.bound, q.region, q.size,
+        )  # fmt: skip
+        if empty >= 0:
+            raise ValueError(
+                f"all-false action mask after a step (episode {int(popped.episodes[empty])}): every non-terminal state "
+                "needs at least one legal action; check the env's action_masks()"
+            )
+        regions.size += added
+        tree.obs.extend(trans.obs)
+        tree.snapshots.extend(trans.snapshots)
+        return rows, n_ends
 
     def _bounds_of(self, trans: Transitions, depth: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """:param trans: states reached at ``depth``
@@ -513,51 +439,9 @@ class TopDownSearch:
     def _discounted(self, values: np.ndarray, depth: np.ndarray) -> np.ndarray:
         """:param values: values at the given depths, shape (n,)
         :param depth: depths, shape (n,)
-        :return: ``gamma ** depth * values`` (the values themselves when gamma is 1: the same floats, two numpy calls
-            fewer per iteration)"""
+        :return: ``gamma ** depth * values`` (the values themselves when gamma is 1)"""
         gamma = self.config.gamma
         return values if gamma == 1.0 else gamma ** depth.astype(np.float64) * values
-
-    @staticmethod
-    def _count_interactions(state: SearchState, episodes: np.ndarray) -> None:
-        """Count one interaction per episode: towards ``a_opt``'s length while sampling it, else the search's.
-
-        :param state: the search state
-        :param episodes: the episodes that stepped, shape (k,)
-        """
-        phase, search_interactions = state.phase, state.search_interactions
-        for e in episodes.tolist():
-            if phase[e] is DIR:
-                search_interactions[e] += 1
-            else:
-                state.outcomes[e].length_opt += 1
-
-    def _push_rest(
-        self, state: SearchState, episodes: np.ndarray, nodes: np.ndarray, rest: np.ndarray, g_rest: np.ndarray
-    ) -> None:
-        """Add and queue the non-empty rests of the expanded regions.
-
-        :param state: the search state
-        :param episodes: the episodes, shape (k,)
-        :param nodes: the expanded regions' nodes, shape (k,)
-        :param rest: the rests' legal actions, bool, shape (k, n_actions)
-        :param g_rest: the rests' Gumbels, shape (k,)
-        """
-        has_rest = rest.any(axis=1)
-        rest_regions = state.tree.add_regions(nodes[has_rest], rest[has_rest], g_rest[has_rest])
-        self._push(state, rest_regions, episodes[has_rest])
-
-    def _push_children(self, state: SearchState, episodes: np.ndarray, children: np.ndarray, g: np.ndarray) -> None:
-        """Add and queue one region per non-terminal child, with all its legal actions (depth-first: as the episode's
-        next region).
-
-        :param state: the search state
-        :param episodes: the episodes, shape (m,)
-        :param children: their non-terminal children, shape (m,)
-        :param g: the Gumbels of the children's regions, shape (m,)
-        """
-        child_regions = state.tree.add_regions(children, state.tree.nodes.legal[children], g)
-        self._push(state, child_regions, episodes, follow=self.config.depth_first)
 
     def _settle_trajectories(self, state: SearchState, episodes: np.ndarray, leaves: np.ndarray, g: np.ndarray) -> None:
         """Settle the trajectories completed by this iteration's steps, in batch order.
@@ -567,26 +451,12 @@ class TopDownSearch:
         :param leaves: the terminal children their steps reached, shape (m,)
         :param g: the trajectories' Gumbels (those of the regions they were sampled from), shape (m,)
         """
-        if leaves.size == 0:
-            return
         returns = state.tree.nodes.ret[leaves]
         d_values = g + self.config.epsilon * returns
         successes = state.tree.nodes.success[leaves]
         columns = (episodes, leaves, g, returns, d_values, successes)
         for e, leaf, g_i, ret, d, success in zip(*(column.tolist() for column in columns)):
             self._settle_trajectory(state, e, CompletedTrajectory(leaf, g_i, ret, d), success)
-
-    def _stop_spent(self, state: SearchState, episodes: np.ndarray) -> None:
-        """End the ``a_dir`` search of every episode that has spent its budget.
-
-        :param state: the search state
-        :param episodes: the episodes that stepped, shape (k,)
-        """
-        budget = self.config.budget
-        phase, search_interactions = state.phase, state.search_interactions
-        for e in episodes.tolist():
-            if phase[e] is DIR and search_interactions[e] >= budget:
-                phase[e] = DONE
 
     # -- complete trajectories -------------------------------------------------------------------------------
 
@@ -607,9 +477,9 @@ class TopDownSearch:
         if cfg.record_trajectories:
             ep.recorded.append(trajectory)
         phase = state.phase[e]
-        if phase is OPT:
+        if phase == OPT:
             self._set_opt(state, e, trajectory, success)
-        elif phase is DIR and trajectory.d > state.d_best[e]:
+        elif phase == DIR and trajectory.d > state.d_best[e]:
             self._improve_dir(state, e, trajectory, success)
         enough = cfg.max_trajectories is not None and ep.trajectories >= cfg.max_trajectories
         if enough or (cfg.stop_on_success and success):

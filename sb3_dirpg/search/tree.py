@@ -17,13 +17,12 @@ class _Columns:
         for name, (dtype, shape, fill) in specs.items():
             setattr(self, name, np.full((self._capacity, *shape), fill, dtype=dtype))
 
-    def allocate(self, n: int) -> slice:
-        """Reserve ``n`` new rows.
+    def reserve(self, n: int) -> None:
+        """Make room for ``n`` more rows (doubling the capacity when needed), without adding them.
 
         :param n: number of rows
-        :return: their rows, as a slice (writing through a slice is cheaper than through an index array)
         """
-        start, end = self.size, self.size + n
+        end = self.size + n
         if end > self._capacity:
             new_capacity = max(end, 2 * self._capacity)
             for name, (dtype, shape, fill) in self._specs.items():
@@ -31,8 +30,17 @@ class _Columns:
                 grown[: self.size] = getattr(self, name)[: self.size]
                 setattr(self, name, grown)
             self._capacity = new_capacity
-        self.size = end
-        return slice(start, end)
+
+    def allocate(self, n: int) -> slice:
+        """Add ``n`` new rows.
+
+        :param n: number of rows
+        :return: their rows, as a slice (writing through a slice is cheaper than through an index array)
+        """
+        self.reserve(n)
+        start = self.size
+        self.size += n
+        return slice(start, self.size)
 
 
 class SearchTree:

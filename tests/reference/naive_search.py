@@ -3,8 +3,8 @@
 It runs Algorithms 1 and 2 one episode at a time the way the authors' code does: a Python object per node, a
 ``copy.deepcopy`` of the env at every expansion, and one policy call on a batch of one per expansion. It draws its
 random numbers in the same order as :class:`sb3_dirpg.search.TopDownSearch` (per episode: one exponential for the root
-Gumbel, then one uniform and one exponential per expansion), so for the same seeds and generators both give the same
-``a_opt`` and ``a_dir``.
+Gumbel, then blocks of :data:`~sb3_dirpg.search.state.NOISE_BLOCK` uniforms and as many exponentials, one of each per
+expansion), so for the same seeds and generators both give the same ``a_opt`` and ``a_dir``.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from stable_baselines3.common.callbacks import BaseCallback
 from sb3_dirpg.dirpg import DirPG
 from sb3_dirpg.dirpg.update import UpdateSteps, update_steps
 from sb3_dirpg.search import EpisodeSearch, SearchConfig, masked_log_softmax, masked_logsumexp, truncate_gumbel
+from sb3_dirpg.search.state import NOISE_BLOCK
 from sb3_dirpg.simulator import strip_monitor
 
 
@@ -130,6 +131,29 @@ def naive_search(
     return NaiveSearchResult(tree=index, episodes=episodes)
 
 
+def naive_split(
+    log_pi: np.ndarray, legal: np.ndarray, log_p: float, g: float, u: float, exponential: float
+) -> tuple[int, np.ndarray, float]:
+    """Split one region with numpy's array functions, one region at a time.
+
+    :param log_pi: the policy's log-probabilities at the region's node, shape (A,)
+    :param legal: the region's legal actions, bool, shape (A,)
+    :param log_p: the log-probability of the node's prefix
+    :param g: the region's Gumbel
+    :param u: a uniform in [0, 1)
+    :param exponential: a standard exponential
+    :return: the sampled action, the rest's legal actions and the rest's Gumbel
+    """
+    probs = np.where(legal[None], np.exp(log_pi[None]), 0.0)
+    cum = np.cumsum(probs, axis=1)
+    total = cum[:, -1]
+    action = int(np.where(total > 0, (cum > (u * total)[:, None]).argmax(axis=1), legal[None].argmax(axis=1))[0])
+    rest = legal.copy()
+    rest[action] = False
+    mu = log_p + masked_logsumexp(log_pi[None], rest[None])
+    return action, rest, float(truncate_gumbel(mu - np.log(np.array([exponential])), np.array([g]))[0])
+
+
 def _bounds(env: gym.Env, heuristic: Callable[[gym.Env], Any] | None) -> tuple[float, float]:
     if heuristic is None:
         return -np.inf, np.inf
@@ -180,7 +204,7 @@ def _search_episode(
 
     g_root = -np.log(rng.standard_exponential())
     push(root, root.legal, float(g_root), False, -np.inf)
-    searching_dir, d_best, search_interactions = False, -np.inf, 0
+    searching_dir, d_best, search_interactions, expansions = False, -np.inf, 0, 0
     while heap:
         _, b, _, node, legal, g = heapq.heappop(heap)
         if searching_dir and cfg.prune and b <= d_best:
@@ -190,15 +214,11 @@ def _search_episode(
             node.log_pi = masked_log_softmax(
                 np.asarray(policy_fn([node.obs], node.legal[None]), np.float64), node.legal[None]
             )[0]
-        u, exponential = rng.random(), rng.standard_exponential()
-        probs = np.where(legal[None], np.exp(node.log_pi[None]), 0.0)
-        cum = np.cumsum(probs, axis=1)
-        total = cum[:, -1]
-        action = int(np.where(total > 0, (cum > (u * total)[:, None]).argmax(axis=1), legal[None].argmax(axis=1))[0])
-        rest = legal.copy()
-        rest[action] = False
-        mu = node.log_p + masked_logsumexp(node.log_pi[None], rest[None])
-        g_rest = float(truncate_gumbel(mu - np.log(np.array([exponential])), np.array([g]))[0])
+        if expansions % NOISE_BLOCK == 0:
+            uniforms, exponentials = rng.random(NOISE_BLOCK), rng.standard_exponential(NOISE_BLOCK)
+        u, exponential = uniforms[expansions % NOISE_BLOCK], exponentials[expansions % NOISE_BLOCK]
+        expansions += 1
+        action, rest, g_rest = naive_split(node.log_pi, legal, node.log_p, g, u, exponential)
 
         child_env = copy.deepcopy(node.env)  # the reference code copies the whole env at every expansion
         obs, reward, terminated, truncated, _ = child_env.step(action)
