@@ -83,7 +83,8 @@ def test_split_and_log_softmax_equal_the_numpy_functions(n_actions: int) -> None
         u, exponential = noise.uniform[e, used[e]], noise.exponential[e, used[e]]
         used[e] += 1
         node = region_node[r]
-        action, rest_r, g_r = naive_split(expected_log_pi[node], region_legal[r], node_log_p[node], region_g[r], u, exponential)
+        log_pi, log_p = expected_log_pi[node], node_log_p[node]
+        action, rest_r, g_r = naive_split(log_pi, region_legal[r], log_p, region_g[r], u, exponential)
         assert actions[r] == action and np.array_equal(rest[r], rest_r)
         assert g_rest[r] == g_r or (np.isneginf(g_r) and np.isneginf(g_rest[r]))
     assert np.array_equal(noise.used, used)

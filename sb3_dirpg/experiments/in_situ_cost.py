@@ -3,7 +3,7 @@
 A micro-benchmark runs code in a tight loop, where its instructions and data stay in the CPU's caches. Inside the
 search, every lockstep iteration runs the simulators, the network and the search core in turn over a tree of tens of
 megabytes, and the same code runs slower. This module measures by how much, for the same job done two ways: sample
-one action per region for 16 regions of 7 actions, either with five small numpy calls (as the search core does) or
+one action per region for 16 regions of 7 actions, either with five small numpy calls (as the numpy search core did) or
 with a plain Python loop. Each probe runs once per lockstep iteration from an SB3 callback (``on_step``) while DirPG
 trains, and alone in a tight loop before and after; it prints µs per probe both ways and their ratio.
 """

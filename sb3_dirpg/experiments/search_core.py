@@ -5,9 +5,9 @@ constant policy, with MultiRoom-N6's search setting (horizon 100, budget 2900, A
 rewards, so that some episodes improve early and others spend their whole budget, as on N6. The simulator's and the
 policy's own time is measured and taken off, which leaves the search core: queues, tree columns, Gumbel and
 bookkeeping. It prints, per lockstep batch size, µs per interaction of the core, the mean number of episodes still
-searching per iteration, and µs per iteration. The core is mostly a fixed cost per lockstep iteration (a few hundred
-small numpy calls) shared by the episodes still searching, and the longest episode of a batch sets the number of
-iterations.
+searching per iteration, and µs per iteration. The core is mostly a fixed cost per lockstep iteration (three compiled
+kernel calls, the noise refills and the Python around the simulator and the policy) shared by the episodes still
+searching, and the longest episode of a batch sets the number of iterations.
 """
 
 from __future__ import annotations
