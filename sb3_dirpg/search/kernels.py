@@ -139,14 +139,13 @@ def _move(heap_key: np.ndarray, heap_bound: np.ndarray, heap_region: np.ndarray,
     )  # fmt: skip
 
 
-@njit(cache=True)
-def _heap_push(
-    heap_key: np.ndarray, heap_bound: np.ndarray, heap_region: np.ndarray, heap_size: np.ndarray, e: int,
+@njit(cache=True, inline="always")
+def _sift_down(
+    heap_key: np.ndarray, heap_bound: np.ndarray, heap_region: np.ndarray, e: int, pos: int,
     key: float, bound: float, region: int,
 ) -> None:  # fmt: skip
-    """``heapq.heappush`` of ``(key, bound, region)`` onto episode ``e``'s queue (capacity reserved by the caller)."""
-    pos = heap_size[e]
-    heap_size[e] = pos + 1
+    """``heapq``'s ``_siftdown``: place ``(key, bound, region)`` at ``pos`` of episode ``e``'s queue or above it, moving
+    the larger parents down."""
     while pos > 0:
         parent = (pos - 1) >> 1
         if not _less(key, bound, region, heap_key[e, parent], heap_bound[e, parent], heap_region[e, parent]):
@@ -154,6 +153,16 @@ def _heap_push(
         _move(heap_key, heap_bound, heap_region, e, parent, pos)
         pos = parent
     heap_key[e, pos], heap_bound[e, pos], heap_region[e, pos] = key, bound, region
+
+
+@njit(cache=True)
+def _heap_push(
+    heap_key: np.ndarray, heap_bound: np.ndarray, heap_region: np.ndarray, heap_size: np.ndarray, e: int,
+    key: float, bound: float, region: int,
+) -> None:  # fmt: skip
+    """``heapq.heappush`` of ``(key, bound, region)`` onto episode ``e``'s queue (capacity reserved by the caller)."""
+    heap_size[e] += 1
+    _sift_down(heap_key, heap_bound, heap_region, e, heap_size[e] - 1, key, bound, region)
 
 
 @njit(cache=True)
@@ -171,7 +180,7 @@ def _heap_pop(
         return bound, region
     top_bound, top_region = heap_bound[e, 0], heap_region[e, 0]
     pos, child = 0, 1
-    while child < end:  # heapq's _siftup: move the smaller child up to the bottom ...
+    while child < end:  # heapq's _siftup: move the smaller child up, down to a leaf ...
         right = child + 1
         if right < end and not _less(
             heap_key[e, child], heap_bound[e, child], heap_region[e, child],
@@ -181,13 +190,7 @@ def _heap_pop(
         _move(heap_key, heap_bound, heap_region, e, child, pos)
         pos = child
         child = 2 * pos + 1
-    while pos > 0:  # ... then heapq's _siftdown of the last entry from there
-        parent = (pos - 1) >> 1
-        if not _less(key, bound, region, heap_key[e, parent], heap_bound[e, parent], heap_region[e, parent]):
-            break
-        _move(heap_key, heap_bound, heap_region, e, parent, pos)
-        pos = parent
-    heap_key[e, pos], heap_bound[e, pos], heap_region[e, pos] = key, bound, region
+    _sift_down(heap_key, heap_bound, heap_region, e, pos, key, bound, region)  # ... then place the last entry from there
     return top_bound, top_region
 
 
