@@ -302,7 +302,7 @@ class TopDownSearch:
         root = self.simulator.reset(seeds)
         episodes = np.arange(n_eps)
         _check_masks(np.asarray(root.masks, dtype=bool), np.zeros(n_eps, bool), episodes, "at the root")
-        lower, upper = self._bounds_of(root, np.zeros(n_eps, dtype=np.int64))
+        lower, upper = self._root_bounds(root)
         root_ids = tree.add_nodes(
             episode=episodes, parent=np.full(n_eps, -1), action=np.full(n_eps, -1), depth=np.zeros(n_eps, np.int64),
             log_p=np.zeros(n_eps), reward=np.zeros(n_eps), ret=np.zeros(n_eps), terminal=np.zeros(n_eps, bool),
@@ -425,23 +425,16 @@ class TopDownSearch:
         tree.snapshots.extend(trans.snapshots)
         return rows, n_ends
 
-    def _bounds_of(self, trans: Transitions, depth: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """:param trans: states reached at ``depth``
-        :param depth: their depths, shape (n,)
-        :return: the simulator's bounds on their return-to-go discounted to the root (infinite when not reported, 0 at
-            terminal states), shape (n,) each"""
-        n = len(trans.obs)
-        lower = np.full(n, -np.inf) if trans.lower is None else np.asarray(trans.lower, dtype=np.float64)
-        upper = np.full(n, np.inf) if trans.upper is None else np.asarray(trans.upper, dtype=np.float64)
-        terminal = np.asarray(trans.terminal, dtype=bool)
-        return np.where(terminal, 0.0, self._discounted(lower, depth)), np.where(terminal, 0.0, self._discounted(upper, depth))
-
-    def _discounted(self, values: np.ndarray, depth: np.ndarray) -> np.ndarray:
-        """:param values: values at the given depths, shape (n,)
-        :param depth: depths, shape (n,)
-        :return: ``gamma ** depth * values`` (the values themselves when gamma is 1)"""
-        gamma = self.config.gamma
-        return values if gamma == 1.0 else gamma ** depth.astype(np.float64) * values
+    @staticmethod
+    def _root_bounds(root: Transitions) -> tuple[np.ndarray, np.ndarray]:
+        """:param root: the states after reset (depth 0, where discounting to the root changes nothing)
+        :return: the simulator's bounds on their return-to-go (infinite when not reported, 0 at terminal states),
+            shape (n,) each (deeper nodes get theirs in :func:`~sb3_dirpg.search.kernels.add_children`)"""
+        n = len(root.obs)
+        lower = np.full(n, -np.inf) if root.lower is None else np.asarray(root.lower, dtype=np.float64)
+        upper = np.full(n, np.inf) if root.upper is None else np.asarray(root.upper, dtype=np.float64)
+        terminal = np.asarray(root.terminal, dtype=bool)
+        return np.where(terminal, 0.0, lower), np.where(terminal, 0.0, upper)
 
     def _settle_trajectories(self, state: SearchState, episodes: np.ndarray, leaves: np.ndarray, g: np.ndarray) -> None:
         """Settle the trajectories completed by this iteration's steps, in batch order.
