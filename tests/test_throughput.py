@@ -21,9 +21,26 @@ def test_throughput_module_runs_and_writes_json(tmp_path) -> None:
     assert work["batch_episodes"] == 8
     assert {"(b)/(a)", "(b)/(c)", "(b)/(d)", "(b2)/(a)"} <= set(work["ratios"])
     assert all(rate > 0 for rate in work["rates"].values())
-    profile = work["profile_us"]
+    assert set(work["profile_us"]) == {"auto"}  # CartPole has no compiled simulator: one profile, on the env
+    profile = work["profile_us"]["auto"]
     assert {"simulator step", "clone (snapshot+restore)", "policy forward", "update", "total"} <= set(profile)
     assert profile["total"] > profile["simulator step"] > 0
+
+
+def test_the_compiled_simulator_is_profiled_and_timed_on_multiroom() -> None:
+    """On MultiRoom the profile splits the compiled call from its Python glue, and puts the kernel back afterwards."""
+    from sb3_dirpg.envs.minigrid import compiled_kernels
+
+    work = throughput.multiroom_workload(0.01)
+    kernel = compiled_kernels.step_states
+    profile = throughput.profile_interaction(work, 4, 400)
+    assert compiled_kernels.step_states is kernel
+    key = "compiled step (step, observation, snapshot, bound)"
+    assert profile[key] > 0 and profile["simulator glue"] > 0 and "clone (snapshot+restore)" not in profile
+    assert profile["total"] > profile[key] + profile["simulator glue"] + profile["policy forward"]
+    on_env = throughput.profile_interaction(work, 4, 400, backend="env")
+    assert on_env["clone (snapshot+restore)"] > 0 and key not in on_env
+    assert throughput.compiled_step_rate(throughput.make_dirpg(work, 4), 300, 4) > 0
 
 
 def test_search_core_module_measures_the_core_alone(tmp_path) -> None:

@@ -56,6 +56,7 @@ class RolloutAlgorithm(SimulatorAlgorithm):
         verbose: int = 0,
         device: th.device | str = "auto",
         _init_setup_model: bool = True,
+        simulator_backend: str = "auto",
     ) -> None:
         check_positive_int(type(self).__name__, "n_rollouts", n_rollouts)
         self.n_rollouts = int(n_rollouts)
@@ -75,6 +76,7 @@ class RolloutAlgorithm(SimulatorAlgorithm):
             verbose=verbose,
             device=device,
             _init_setup_model=_init_setup_model,
+            simulator_backend=simulator_backend,
         )
 
     def collect(self, seeds: list[int], callback: BaseCallback | None = None) -> Rollouts | None:

@@ -66,6 +66,7 @@ def make_search_pool(
     policy: DirPGPolicy,
     transform: ObservationTransform,
     n_workers: int,
+    simulator_backend: str = "auto",
 ) -> SearchPool:
     """Start the search workers of a backend.
 
@@ -75,11 +76,12 @@ def make_search_pool(
     :param policy: the learner's policy
     :param transform: the VecEnv's observation transform
     :param n_workers: number of workers
+    :param simulator_backend: the learner's ``simulator_backend``
     :return: the pool
     """
     check_parallel_backend(backend)
     if backend == "ray":
         from sb3_dirpg.common.ray_pool import RaySearchPool
 
-        return RaySearchPool(env, heuristic, policy, transform, n_workers)
-    return SearchWorkerPool(env, heuristic, policy, transform, n_workers)
+        return RaySearchPool(env, heuristic, policy, transform, n_workers, simulator_backend=simulator_backend)
+    return SearchWorkerPool(env, heuristic, policy, transform, n_workers, simulator_backend=simulator_backend)

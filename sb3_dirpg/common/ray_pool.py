@@ -29,14 +29,15 @@ except ImportError as _error:
 
 from sb3_dirpg.common.batched_policy import BatchedPolicy, ObservationTransform
 from sb3_dirpg.common.policies import DirPGPolicy
-from sb3_dirpg.common.vec_simulator import VecSimulator
+from sb3_dirpg.common.simulator_backends import make_vec_simulator
 from sb3_dirpg.common.worker_pool import EnvPickle, SearchShare, WorkerError, _picklable
 from sb3_dirpg.search import SearchConfig, TopDownSearch
 from sb3_dirpg.search.protocols import Heuristic
 from sb3_dirpg.simulator import SimulatorWrapper
 
 # what every actor is built from: the env chain, the policy's (class, constructor parameters), the heuristic, the transform
-ActorSetup = tuple[gym.Env, tuple[type[DirPGPolicy], dict[str, Any]], Heuristic | None, ObservationTransform]
+# and the simulator backend
+ActorSetup = tuple[gym.Env, tuple[type[DirPGPolicy], dict[str, Any]], Heuristic | None, ObservationTransform, str]
 # what ray.get raises when a share is lost with its actor or its node: the share is searched again
 LOST = (RayActorError, ObjectLostError)
 
@@ -86,8 +87,9 @@ class SearchActor:
     """One search worker (made a Ray actor by :class:`RaySearchPool`): its simulators and its copy of the policy live
     as long as the actor.
 
-    :param setup: the env chain, the policy's (class, constructor parameters), the heuristic and the observation
-        transform, wrapped as the process workers' are (gymnasium's ``TimeLimit`` by reference, see ``EnvPickle``)
+    :param setup: the env chain, the policy's (class, constructor parameters), the heuristic, the observation
+        transform and the simulator backend, wrapped as the process workers' are (gymnasium's ``TimeLimit`` by
+        reference, see ``EnvPickle``)
     """
 
     def __init__(self, setup: EnvPickle) -> None:
@@ -95,8 +97,8 @@ class SearchActor:
 
         th.set_num_threads(1)
         built: ActorSetup = setup.var
-        env, (policy_class, params), heuristic, transform = built
-        self.simulator = VecSimulator([SimulatorWrapper(env)], heuristic)
+        env, (policy_class, params), heuristic, transform, simulator_backend = built
+        self.simulator = make_vec_simulator([SimulatorWrapper(env)], heuristic, simulator_backend)
         self.policy: DirPGPolicy = policy_class(**params)
         self.policy.set_training_mode(False)
         self.batched = BatchedPolicy(self.policy, env.observation_space, transform)
@@ -157,6 +159,7 @@ class RaySearchPool:
     :param n_workers: number of actors; each asks Ray for one CPU, and they are spread over the cluster's nodes
     :param max_tries: searches of one share per batch before a dying actor raises :class:`WorkerError`
     :param start_timeout: seconds to wait for the actors to start (e.g. for free CPUs) before raising :class:`WorkerError`
+    :param simulator_backend: the learner's ``simulator_backend`` (see :mod:`sb3_dirpg.common.simulator_backends`)
     """
 
     def __init__(
@@ -168,13 +171,16 @@ class RaySearchPool:
         n_workers: int,
         max_tries: int = 3,
         start_timeout: float = 300.0,
+        simulator_backend: str = "auto",
     ) -> None:
         self.connection = connect(num_cpus=max(n_workers, os.cpu_count() or 1))
         self.max_tries = max_tries
         self._actor_class = ray.remote(num_cpus=1, scheduling_strategy="SPREAD")(SearchActor)
         # pickled once, whatever the number of actors and replacements; by the process workers' pickler, not Ray's
         # cloudpickle, which would send a TimeLimit shadowed by rl-zoo3's patch by value (its reset then fails)
-        setup: ActorSetup = (env, (type(policy), policy._get_constructor_parameters()), heuristic, transform)
+        setup: ActorSetup = (
+            env, (type(policy), policy._get_constructor_parameters()), heuristic, transform, simulator_backend
+        )  # fmt: skip
         self._setup = ray.put(EnvPickle(setup))
         self.actors = [self._actor_class.remote(self._setup) for _ in range(n_workers)]
         self.batch_id = 0

@@ -24,7 +24,8 @@ from sb3_dirpg.common.batched_policy import BatchedPolicy, ObservationTransform
 from sb3_dirpg.common.callbacks import InteractionProgressBar
 from sb3_dirpg.common.iterative_algorithm import IterativeAlgorithm
 from sb3_dirpg.common.policies import CnnPolicy, DirPGPolicy, MlpPolicy, MultiInputPolicy
-from sb3_dirpg.common.vec_simulator import VecSimulator, check_vec_env
+from sb3_dirpg.common.simulator_backends import check_simulator_backend, make_vec_simulator
+from sb3_dirpg.common.vec_simulator import VecSimulator, check_vec_env, vec_env_simulators
 from sb3_dirpg.search.protocols import Heuristic, PolicyFunction
 from sb3_dirpg.simulator.cloners import env_name
 
@@ -61,6 +62,10 @@ class SimulatorAlgorithm(IterativeAlgorithm):
     :param verbose: 0 silent, 1 training logs, 2 debug
     :param device: torch device
     :param _init_setup_model: build the networks now (False when loading)
+    :param simulator_backend: what steps the search's states: ``"env"`` the sub-envs (snapshot, restore, step),
+        ``"compiled"`` a compiled copy of the env's dynamics on array-held states (MiniGrid envs built with
+        :func:`~sb3_dirpg.envs.make_minigrid_env`; an error says why an env has none), ``"auto"`` the compiled one where
+        it fits. The transitions, and so the results, are the same
     """
 
     policy_aliases: ClassVar[dict[str, type[BasePolicy]]] = {
@@ -90,8 +95,10 @@ class SimulatorAlgorithm(IterativeAlgorithm):
         verbose: int = 0,
         device: th.device | str = "auto",
         _init_setup_model: bool = True,
+        simulator_backend: str = "auto",
     ) -> None:
         name = type(self).__name__
+        self.simulator_backend = check_simulator_backend(simulator_backend, name)
         if batch_episodes is not None and (int(batch_episodes) != batch_episodes or batch_episodes < 1):
             raise ValueError(f"{name}: batch_episodes must be a positive integer or None, got {batch_episodes!r}")
         if max_episode_steps is not None and (int(max_episode_steps) != max_episode_steps or max_episode_steps < 1):
@@ -159,7 +166,8 @@ class SimulatorAlgorithm(IterativeAlgorithm):
         :return: the batch simulator and the VecEnv's observation transform
         """
         name = type(self).__name__
-        simulator = VecSimulator.from_vec_env(venv, self.heuristic, algo=name)
+        backend = getattr(self, "simulator_backend", "auto")  # models saved before the option ran on the envs
+        simulator = make_vec_simulator(vec_env_simulators(venv, name), self.heuristic, backend, name)
         if self.max_episode_steps is None and simulator.horizon is None:
             raise ValueError(
                 f"{name}: the env {env_name(simulator.simulators[0])} has no time limit; pass max_episode_steps=... or wrap "

@@ -91,12 +91,7 @@ class VecSimulator:
         :param algo: name of the algorithm, for messages
         :return: the batch simulator
         """
-        check_vec_env(venv, algo)
-        sims = []
-        for env in venv.unwrapped.envs:
-            inner = strip_monitor(env)
-            sims.append(inner if isinstance(inner, SimulatorWrapper) else SimulatorWrapper(inner))
-        return cls(sims, heuristic)
+        return cls(vec_env_simulators(venv, algo), heuristic)
 
     def ensure_simulators(self, n: int) -> None:
         """Give every one of ``n`` concurrently searched episodes a simulator of its own (deep copies of the first).
@@ -225,6 +220,18 @@ class VecSimulator:
         trans = self._transitions(rows, success)
         self._check_finite(rows, trans.rewards, episodes, "after a step")
         return trans
+
+
+def vec_env_simulators(venv: VecEnv, algo: str = "DirPG") -> list[SimulatorWrapper]:
+    """:param venv: the training VecEnv (checked with :func:`check_vec_env`)
+    :param algo: name of the algorithm, for messages
+    :return: a SimulatorWrapper around every sub-env (without its Monitor)"""
+    check_vec_env(venv, algo)
+    sims = []
+    for env in venv.unwrapped.envs:
+        inner = strip_monitor(env)
+        sims.append(inner if isinstance(inner, SimulatorWrapper) else SimulatorWrapper(inner))
+    return sims
 
 
 def _float_observation_keys(space: spaces.Space) -> list[str | None]:

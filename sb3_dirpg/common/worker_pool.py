@@ -25,7 +25,7 @@ from stable_baselines3.common.vec_env.base_vec_env import CloudpickleWrapper
 
 from sb3_dirpg.common.batched_policy import BatchedPolicy, ObservationTransform
 from sb3_dirpg.common.policies import DirPGPolicy
-from sb3_dirpg.common.vec_simulator import VecSimulator
+from sb3_dirpg.common.simulator_backends import make_vec_simulator
 from sb3_dirpg.search import EpisodeSearch, SearchConfig, SearchResult, TopDownSearch, cyclic_gc_paused
 from sb3_dirpg.search.protocols import Heuristic
 from sb3_dirpg.simulator import SimulatorWrapper
@@ -123,12 +123,13 @@ def _worker(
     policy_wrapper: CloudpickleWrapper,
     heuristic_wrapper: CloudpickleWrapper,
     transform: ObservationTransform,
+    simulator_backend: str,
 ) -> None:
     import torch as th
 
     th.set_num_threads(1)
     env: gym.Env = env_wrapper.var
-    simulator = VecSimulator([SimulatorWrapper(env)], heuristic_wrapper.var)
+    simulator = make_vec_simulator([SimulatorWrapper(env)], heuristic_wrapper.var, simulator_backend)
     policy_class, params = policy_wrapper.var
     policy: DirPGPolicy = policy_class(**params)
     policy.set_training_mode(False)
@@ -185,6 +186,7 @@ class SearchWorkerPool:
     :param transform: the VecEnv's observation transform
     :param n_workers: number of processes
     :param start_method: multiprocessing start method (default ``forkserver`` where available, else ``spawn``)
+    :param simulator_backend: the learner's ``simulator_backend`` (see :mod:`sb3_dirpg.common.simulator_backends`)
     """
 
     def __init__(
@@ -195,6 +197,7 @@ class SearchWorkerPool:
         transform: ObservationTransform,
         n_workers: int,
         start_method: str | None = None,
+        simulator_backend: str = "auto",
     ) -> None:
         if start_method is None:
             start_method = "forkserver" if "forkserver" in mp.get_all_start_methods() else "spawn"
@@ -206,7 +209,7 @@ class SearchWorkerPool:
         self.discarded = 0
         for _ in range(n_workers):
             parent, child = ctx.Pipe()
-            args = (child, EnvPickle(env), policy_spec, EnvPickle(heuristic), transform)
+            args = (child, EnvPickle(env), policy_spec, EnvPickle(heuristic), transform, simulator_backend)
             process = ctx.Process(target=_worker, args=args, daemon=True)
             process.start()
             child.close()

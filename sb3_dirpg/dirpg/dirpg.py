@@ -69,6 +69,9 @@ class DirPG(SimulatorAlgorithm):
     :param parallel_backend: where the ``n_workers`` search: ``"process"`` (processes on this machine) or ``"ray"``
         (Ray actors on the cluster named by ``RAY_ADDRESS``, else on a local Ray instance; ``pip install
         sb3-dirpg[ray]``). The results do not depend on it.
+    :param simulator_backend: what steps the search's states: ``"env"`` the sub-envs, ``"compiled"`` a compiled copy
+        of their dynamics on array-held states (MiniGrid), ``"auto"`` the compiled one where it fits. The results do not
+        depend on it
     """
 
     def __init__(
@@ -99,6 +102,7 @@ class DirPG(SimulatorAlgorithm):
         n_workers: int = 0,
         strict_heuristic: bool = False,
         parallel_backend: str = "process",
+        simulator_backend: str = "auto",
     ) -> None:
         for name, value in (("epsilon", epsilon), ("search_budget", search_budget), ("alpha", alpha)):
             if isinstance(value, bool) or not isinstance(value, numbers.Real):
@@ -152,6 +156,7 @@ class DirPG(SimulatorAlgorithm):
             verbose=verbose,
             device=device,
             _init_setup_model=_init_setup_model,
+            simulator_backend=simulator_backend,
         )
 
     def search_config(self, **overrides: Any) -> SearchConfig:
@@ -239,7 +244,8 @@ class DirPG(SimulatorAlgorithm):
         if self._worker_pool is None:
             env = strip_monitor(self.env.unwrapped.envs[0])
             self._worker_pool = make_search_pool(
-                self.parallel_backend, env, self.heuristic, self.policy, self._obs_transform, self.n_workers
+                self.parallel_backend, env, self.heuristic, self.policy, self._obs_transform, self.n_workers,
+                getattr(self, "simulator_backend", "auto"),
             )
         pool = self._worker_pool
         parts = split_batch(list(zip(seeds, rngs)), self.n_workers + 1)

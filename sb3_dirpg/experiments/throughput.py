@@ -3,17 +3,19 @@
 Rows, measured side by side and interleaved over rounds so that machine drift hits all of them alike:
 
 * (a) raw ``env.step`` with random actions (resets not timed): the limit; on MultiRoom also (a0), the same env with
-  MiniGrid's own (pure Python) observation instead of :class:`~sb3_dirpg.envs.minigrid.FastObservation`;
+  MiniGrid's own (pure Python) observation instead of :class:`~sb3_dirpg.envs.minigrid.FastObservation`, and (ac), the
+  compiled simulator's own step (``CompiledMiniGridSimulator.step`` on batches of random actions, resets not timed);
 * (b) ``DirPG.learn`` interactions per second (search, update and logging), in one process, with the lockstep batch size
-  chosen by measurement; (b2) the same with search worker processes;
+  chosen by measurement and the default ``simulator_backend="auto"``; (b2) the same with search worker processes;
+  (benv) the same as (b) with ``simulator_backend="env"`` (snapshot, restore and step the env itself);
 * (c) the naive reference search (deepcopy per expansion, one unbatched policy call per expansion) inside the same
   learn loop;
 * (d) SB3 ``PPO.learn`` fps with the same policy network and ``n_envs``;
 * (e) ``Reinforce`` fps.
 
-It prints a table with the ratios (b)/(a), (b2)/(a), (b)/(c), (b)/(d) and, on MultiRoom, (b)/(a0) and (b) against
-the authors' reported 945 interactions/s, a profile of where one interaction's time
-goes, and the peak memory of one batch of searches, and writes everything to JSON.
+It prints a table with the ratios (b)/(a), (b2)/(a), (b)/(c), (b)/(d), (b)/(benv) and, on MultiRoom, (b)/(a0),
+(b)/(ac) and (b) against the authors' reported 945 interactions/s, a profile of where one interaction's time goes (for
+each simulator backend), and the peak memory of one batch of searches, and writes everything to JSON.
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ from sb3_dirpg import DirPG
 from sb3_dirpg.baselines import Reinforce
 from sb3_dirpg.common.batched_policy import BatchedPolicy
 from sb3_dirpg.envs import make_minigrid_env
-from sb3_dirpg.envs.minigrid import MiniGridCNN, MultiRoomBound
+from sb3_dirpg.envs.minigrid import CompiledMiniGridSimulator, MiniGridCNN, MultiRoomBound, compiled_kernels
 
 try:  # the naive reference lives with the tests: row (c) needs a source checkout as the working directory
     from tests.reference.naive_search import NaiveDirPG
@@ -123,6 +125,27 @@ def raw_step_rate(make_env: Callable[[], gym.Env], n_steps: int, seed: int = 0) 
     return n_steps / elapsed
 
 
+def compiled_step_rate(model: DirPG, n_steps: int, batch: int, seed: int = 0) -> float:
+    """:return: states per second that the model's compiled simulator steps with uniformly random actions, ``batch``
+        episodes at a time (a batch goes on from the states it reached; resets not timed)"""
+    simulator = model.simulator
+    rng = np.random.default_rng(seed)
+    done, elapsed, episode_seed = 0, 0.0, 0
+    while done < n_steps:
+        snapshots = simulator.reset(list(range(episode_seed, episode_seed + batch))).snapshots
+        episodes = np.arange(batch)
+        episode_seed += batch
+        while snapshots and done < n_steps:
+            actions = rng.integers(simulator.n_actions, size=len(snapshots))
+            start = time.perf_counter()
+            trans = simulator.step(snapshots, actions, episodes)
+            elapsed += time.perf_counter() - start
+            done += len(snapshots)
+            live = [i for i, snapshot in enumerate(trans.snapshots) if snapshot is not None]
+            snapshots, episodes = [trans.snapshots[i] for i in live], episodes[live]
+    return done / elapsed
+
+
 def learn_rate(model: Any, n: int) -> float:
     """:return: interactions (or env steps) per second of ``model.learn`` for at least ``n`` more of them"""
     before = model.num_timesteps
@@ -152,9 +175,13 @@ def choose_batch(work: Workload, rounds: int) -> tuple[int, dict[int, float]]:
     return max(medians, key=medians.get), medians
 
 
-def profile_interaction(work: Workload, batch: int, n: int) -> dict[str, float]:
+def profile_interaction(work: Workload, batch: int, n: int, backend: str = "auto") -> dict[str, float]:
     """Where one interaction's time goes, in µs: simulator step, clone, heuristic, policy forward, update, the rest.
 
+    With the compiled simulator, "compiled step" is the one compiled call that steps, observes, stores the states
+    reached (the snapshot) and bounds them, and "simulator glue" the Python around it.
+
+    :param backend: the ``simulator_backend``
     :return: µs per interaction for each part
     """
     totals: collections.Counter = collections.Counter()
@@ -170,7 +197,7 @@ def profile_interaction(work: Workload, batch: int, n: int) -> dict[str, float]:
     class ProfiledDirPG(DirPG):
         batched_policy_class = TimedBatchedPolicy
 
-    model = make_dirpg(work, batch, cls=ProfiledDirPG)
+    model = make_dirpg(work, batch, cls=ProfiledDirPG, simulator_backend=backend)
     model.simulator.ensure_simulators(batch)
 
     def timed(obj: Any, name: str, key: str) -> None:
@@ -184,17 +211,29 @@ def profile_interaction(work: Workload, batch: int, n: int) -> dict[str, float]:
 
         setattr(obj, name, wrapper)
 
+    compiled = isinstance(model.simulator, CompiledMiniGridSimulator)
     for sim in model.simulator.simulators:
-        timed(sim, "snapshot", "clone (snapshot+restore)")
-        timed(sim, "restore", "clone (snapshot+restore)")
-        timed(sim.env, "step", "simulator step")
         timed(sim, "reset", "episode reset")
+        if not compiled:
+            timed(sim, "snapshot", "clone (snapshot+restore)")
+            timed(sim, "restore", "clone (snapshot+restore)")
+            timed(sim.env, "step", "simulator step")
     if model.simulator.heuristic is not None:
         timed(model.simulator, "heuristic", "heuristic")
+    kernel_key = "compiled step (step, observation, snapshot, bound)"
+    kernel = compiled_kernels.step_states
+    if compiled:  # the simulator looks the kernel up in its module at every step; put back below
+        timed(model.simulator, "step", "simulator glue")
+        timed(compiled_kernels, "step_states", kernel_key)
     timed(model, "train", "update")
     start = time.perf_counter()
-    model.learn(n)
+    try:
+        model.learn(n)
+    finally:
+        compiled_kernels.step_states = kernel
     total = time.perf_counter() - start
+    if compiled:
+        totals["simulator glue"] -= totals[kernel_key]  # the glue's time includes the kernel's
     per = {k: v / model.num_timesteps * 1e6 for k, v in totals.items()}
     per["search bookkeeping and logging"] = total / model.num_timesteps * 1e6 - sum(per.values())
     per["total"] = total / model.num_timesteps * 1e6
@@ -235,7 +274,14 @@ def run_workload(work: Workload, rounds: int, n_workers: int, batch: int | None 
         reference_env = work.reference_env
         rows["(a0) raw env.step, MiniGrid's observation"] = lambda: raw_step_rate(reference_env, work.interactions["raw"])
     dirpg = make_dirpg(work, batch)
+    compiled = isinstance(dirpg.simulator, CompiledMiniGridSimulator)
+    if compiled:
+        stepper = make_dirpg(work, batch)
+        rows["(ac) compiled simulator step"] = lambda: compiled_step_rate(stepper, work.interactions["raw"], batch)
     rows["(b) DirPG learn, 1 process"] = lambda: learn_rate(dirpg, work.interactions["dirpg"])
+    if compiled:
+        on_env = make_dirpg(work, batch, simulator_backend="env")
+        rows["(benv) DirPG learn, simulator_backend='env'"] = lambda: learn_rate(on_env, work.interactions["dirpg"])
     if n_workers > 0:
         workers = make_dirpg(work, batch, n_workers=n_workers)
         rows[f"(b2) DirPG learn, {n_workers + 1} processes"] = lambda: learn_rate(workers, work.interactions["workers"])
@@ -253,7 +299,8 @@ def run_workload(work: Workload, rounds: int, n_workers: int, batch: int | None 
                           policy_kwargs=dict(work.policy_kwargs), **reinforce_kwargs)  # fmt: skip
     rows["(e) Reinforce learn"] = lambda: learn_rate(reinforce, work.interactions["reinforce"])
 
-    for model in (dirpg, *([naive] if naive is not None else []), ppo, reinforce, *([workers] if n_workers > 0 else [])):
+    warm = (dirpg, *([on_env] if compiled else []), *([naive] if naive is not None else []), ppo, reinforce)
+    for model in (*warm, *([workers] if n_workers > 0 else [])):
         model.learn(work.interactions["naive"] // 4, reset_num_timesteps=False)  # warm-up: worker start, first allocations
     samples: dict[str, list[float]] = collections.defaultdict(list)
     for r in range(rounds):
@@ -272,6 +319,9 @@ def run_workload(work: Workload, rounds: int, n_workers: int, batch: int | None 
     }
     if work.reference_env is not None:
         ratios["(b)/(a0)"] = single / rates["(a0) raw env.step, MiniGrid's observation"]
+    if compiled:
+        ratios["(b)/(ac)"] = single / rates["(ac) compiled simulator step"]
+        ratios["(b)/(benv): compiled simulator speedup"] = single / rates["(benv) DirPG learn, simulator_backend='env'"]
     if work.authors_rate is not None:
         ratios[f"(b)/authors' {work.authors_rate:.0f}/s"] = single / work.authors_rate
     if naive is not None:
@@ -281,7 +331,9 @@ def run_workload(work: Workload, rounds: int, n_workers: int, batch: int | None 
         ratios["(b2)/(a)"] = multi / raw
         ratios["(b2)/(b): worker speedup"] = multi / single
     print("   profiling one interaction ...", flush=True)
-    profile = profile_interaction(work, batch, work.interactions["dirpg"])
+    profile = {"auto": profile_interaction(work, batch, work.interactions["dirpg"])}
+    if compiled:
+        profile["env"] = profile_interaction(work, batch, work.interactions["dirpg"], backend="env")
     memory = peak_search_memory(work, batch)
     return dict(env=work.name, batch_episodes=batch, batch_rates=batch_rates, rates=rates, samples=samples,
                 ratios=ratios, profile_us=profile, memory=memory, n_envs=work.n_envs)  # fmt: skip
@@ -292,12 +344,13 @@ def print_report(result: dict[str, Any]) -> None:
     print(f"\n{result['env']}  (batch_episodes={result['batch_episodes']}, n_envs={result['n_envs']}, median of rounds)")
     for name, rate in result["rates"].items():
         spread = f"{min(result['samples'][name]):,.0f}-{max(result['samples'][name]):,.0f}"
-        print(f"  {name:34s} {rate:10,.0f} /s   (rounds: {spread})")
+        print(f"  {name:44s} {rate:10,.0f} /s   (rounds: {spread})")
     for name, value in result["ratios"].items():
-        print(f"  {name:34s} {value:10.2f}")
-    print("  profile, µs per interaction:")
-    for name, value in result["profile_us"].items():
-        print(f"    {name:32s} {value:8.1f}")
+        print(f"  {name:44s} {value:10.2f}")
+    for backend, profile in result["profile_us"].items():
+        print(f"  profile with simulator_backend={backend!r}, µs per interaction:")
+        for name, value in profile.items():
+            print(f"    {name:50s} {value:8.1f}")
     print(f"  peak memory of one batch of searches: {result['memory']['batch_mb']:.1f} MB "
           f"({result['memory']['per_episode_mb']:.2f} MB per episode, {result['memory']['bytes_per_node']:,.0f} B per node "
           f"of {result['memory']['nodes']:,})")  # fmt: skip

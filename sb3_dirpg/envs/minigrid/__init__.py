@@ -1,9 +1,10 @@
-"""Everything DirPG needs for MiniGrid: the paper's wrappers, a fast observation, the cloner, the paper's network and the
-MultiRoom bound."""
+"""Everything DirPG needs for MiniGrid: the paper's wrappers, a fast observation, the cloner, the paper's network, the
+MultiRoom bound and the compiled simulator."""
 
 from sb3_dirpg.envs.minigrid.bound import MultiRoomBound
 from sb3_dirpg.envs.minigrid.cloner import MiniGridCloner
 from sb3_dirpg.envs.minigrid.cnn import MiniGridCNN
+from sb3_dirpg.envs.minigrid.compiled import CompiledMiniGridSimulator
 from sb3_dirpg.envs.minigrid.fast_obs import FastObservation
 from sb3_dirpg.envs.minigrid.wrappers import (
     DEFAULT_DOOR_REWARD,
@@ -18,6 +19,7 @@ __all__ = [
     "DEFAULT_DOOR_REWARD",
     "DEFAULT_GOAL_REWARD",
     "DEFAULT_PICKUP_REWARD",
+    "CompiledMiniGridSimulator",
     "DirectionImageObs",
     "FastObservation",
     "MiniGridCNN",

@@ -159,6 +159,19 @@ class MultiRoomBound:
                 pickables.append((x, y))
         return doors, goals, pickables
 
+    def static_cells(self, env: gym.Env) -> tuple[list[tuple[int, int]], list[tuple[int, int]], bool]:
+        """The cells the bound reads that never move, in the order it adds their terms (for a compiled copy of it).
+
+        :param env: a MiniGrid env (possibly wrapped) after ``reset``
+        :return: the door cells ``(x, y)``, the goal cells, and whether the bound looks for pickable objects (it does
+            not on MultiRoom, where the layout comes from the room list)
+        """
+        base, door_cells, goal = self._find_layout(env)
+        if door_cells is not None:
+            return [(x, y) for x, y, _ in door_cells], [goal], False
+        doors, goals, _ = self._scan(base)
+        return [(x, y) for x, y, _ in doors], goals, True
+
     def __call__(self, env: gym.Env) -> tuple[float, float]:
         """:param env: a MiniGrid env (possibly wrapped) in the state to bound
         :return: ``(lower, upper)`` bounds on the discounted return-to-go"""

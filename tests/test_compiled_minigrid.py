@@ -1,0 +1,262 @@
+"""The compiled MiniGrid simulator gives the env's transitions, and DirPG learns the same parameters on it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch as th
+from minigrid.core.grid import Grid
+from minigrid.core.mission import MissionSpace
+from minigrid.core.world_object import Ball, Door, Floor, Goal, Key, Lava
+from minigrid.minigrid_env import MiniGridEnv
+from stable_baselines3.common.env_util import make_vec_env
+from stable_baselines3.common.vec_env import DummyVecEnv
+
+from sb3_dirpg import DirPG
+from sb3_dirpg.baselines import Reinforce
+from sb3_dirpg.common.simulator_backends import make_vec_simulator
+from sb3_dirpg.common.vec_simulator import VecSimulator
+from sb3_dirpg.envs import make_minigrid_env
+from sb3_dirpg.envs.minigrid import CompiledMiniGridSimulator, MiniGridCNN, MultiRoomBound
+from sb3_dirpg.simulator import SimulatorWrapper
+
+
+class ObjectsRoomEnv(MiniGridEnv):
+    """Two rooms with every object the compiled step supports: keys and balls to carry, a locked and a closed door, a
+    floor tile, lava and two goals, placed at random."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(
+            mission_space=MissionSpace(mission_func=lambda: "reach the goal"), grid_size=7, max_steps=60, **kwargs
+        )
+
+    def _gen_grid(self, width: int, height: int) -> None:
+        self.grid = Grid(width, height)
+        self.grid.wall_rect(0, 0, width, height)
+        self.grid.vert_wall(3, 0)
+        self.grid.set(3, 2, Door("yellow", is_locked=True))
+        self.grid.set(3, 4, Door("red"))
+        for obj in (Key("yellow"), Key("red"), Ball("blue"), Floor("purple"), Lava(), Goal()):
+            self.place_obj(obj, top=(1, 1), size=(2, 5))
+        self.place_obj(Ball("green"), top=(4, 1), size=(2, 5))
+        self.place_obj(Goal(), top=(4, 1), size=(2, 5))
+        self.place_agent(top=(1, 1), size=(2, 5))
+        self.mission = "reach the goal"
+
+
+class LockedDoorEnv(MiniGridEnv):
+    """A corridor: the agent faces a key of ``key_color``, then a locked yellow door, then the goal."""
+
+    def __init__(self, key_color: str = "yellow", **kwargs: Any) -> None:
+        self.key_color = key_color
+        super().__init__(mission_space=MissionSpace(mission_func=lambda: "open"), width=6, height=3, max_steps=10, **kwargs)
+
+    def _gen_grid(self, width: int, height: int) -> None:
+        self.grid = Grid(width, height)
+        self.grid.wall_rect(0, 0, width, height)
+        self.grid.set(2, 1, Key(self.key_color))
+        self.grid.set(3, 1, Door("yellow", is_locked=True))
+        self.grid.set(4, 1, Goal())
+        self.agent_pos, self.agent_dir = (1, 1), 0
+        self.mission = "open"
+
+
+gym.register("SB3DirPGTest/ObjectsRoom-v0", entry_point=ObjectsRoomEnv)
+gym.register("SB3DirPGTest/LockedDoor-v0", entry_point=LockedDoorEnv)
+
+# per env: the events random play from every reached state must produce, so that each rule of the step is compared
+FAMILIES = {
+    "MiniGrid-MultiRoom-N2-S4-v0": ({}, {"door opened", "door closed"}),
+    "MiniGrid-MultiRoom-N6-v0": ({}, {"door opened", "door closed"}),
+    "MiniGrid-DoorKey-5x5-v0": ({}, {"pickup", "drop", "door opened"}),
+    "MiniGrid-DoorKey-6x6-v0": ({"max_steps": 6}, {"pickup", "truncated"}),
+    "MiniGrid-LockedRoom-v0": ({}, {"door opened", "door closed"}),
+    "MiniGrid-LavaGapS7-v0": ({}, {"lava"}),
+    "MiniGrid-LavaCrossingS9N1-v0": ({}, {"lava"}),
+    "MiniGrid-DistShift1-v0": ({}, {"lava"}),
+    "MiniGrid-Empty-Random-6x6-v0": ({}, {"goal"}),
+    "MiniGrid-FourRooms-v0": ({}, set()),
+    "SB3DirPGTest/ObjectsRoom-v0": ({}, {"pickup", "drop", "door opened", "door closed", "lava", "goal"}),
+    "SB3DirPGTest/ObjectsRoom-v0 small view": ({"agent_view_size": 5}, {"pickup", "drop", "door opened"}),
+}
+ACTION_WEIGHTS = np.array([1.0, 1.0, 3.0, 1.0, 1.0, 2.0, 0.3])  # more forward and toggle moves: play gets further
+
+
+def _events(trans: Any, row: int, steps: int, max_steps: int, door_reward: float, pickup_reward: float) -> set[str]:
+    """:param steps: the step count of the state reached
+    :return: what the env's transition of ``row`` shows happened"""
+    reward, found = trans.rewards[row], set()
+    if trans.success[row]:
+        found.add("goal")
+        reward -= 100.0
+    elif trans.terminal[row]:
+        found.add("truncated" if steps >= max_steps else "lava")  # the only other ends of the base dynamics
+    if reward in (door_reward, door_reward + pickup_reward):
+        found.add("door opened")
+    if reward == -door_reward:
+        found.add("door closed")
+    if reward == pickup_reward:
+        found.add("pickup")
+    if reward == -pickup_reward:
+        found.add("drop")
+    return found
+
+
+def _play_both(
+    env_id: str, env_kwargs: dict[str, Any], gamma: float, step_limit: bool, seed: int, iterations: int
+) -> set[str]:
+    """Step the env and the compiled simulator from the same randomly chosen reached states, comparing every output.
+
+    :return: the events seen
+    """
+
+    def make() -> gym.Env:
+        return make_minigrid_env(env_id.split(" ")[0], **env_kwargs)
+
+    bound = MultiRoomBound.for_env(make(), gamma=gamma, step_limit=step_limit)
+    reference = VecSimulator([SimulatorWrapper(make()) for _ in range(2)], bound)
+    compiled = CompiledMiniGridSimulator([SimulatorWrapper(make())], bound)
+    rng = np.random.default_rng(seed)
+    seeds = rng.integers(10_000, size=4).tolist()
+    roots = reference.reset(seeds), compiled.reset(seeds)
+    assert compiled.runs_compiled
+    max_steps = reference.simulators[0].env.unwrapped.max_steps
+    pool = [(a, b, e, 0) for e, (a, b) in enumerate(zip(roots[0].snapshots, roots[1].snapshots))]
+    seen: set[str] = set()
+    for _ in range(iterations):
+        # half of the rows from anywhere in the tree (restores), half from its newest states (deeper play)
+        rows = np.concatenate([rng.integers(len(pool), size=8), len(pool) - 1 - rng.integers(min(32, len(pool)), size=8)])
+        actions = rng.choice(7, size=len(rows), p=ACTION_WEIGHTS / ACTION_WEIGHTS.sum())
+        episodes = np.array([pool[i][2] for i in rows])
+        want = reference.step([pool[i][0] for i in rows], actions, episodes)
+        got = compiled.step([pool[i][1] for i in rows], actions, episodes)
+        for name in ("rewards", "terminal", "success", "masks", "lower", "upper"):
+            np.testing.assert_array_equal(getattr(got, name), getattr(want, name), err_msg=f"{name} on {env_id}")
+        for r in range(len(rows)):
+            assert got.obs[r]["direction"] == want.obs[r]["direction"]
+            np.testing.assert_array_equal(got.obs[r]["image"], want.obs[r]["image"], err_msg=f"image on {env_id}")
+            steps = pool[rows[r]][3] + 1
+            seen |= _events(want, r, steps, max_steps, bound.door_reward, bound.pickup_reward)
+            if want.terminal[r]:
+                assert got.snapshots[r] is None
+            else:
+                pool.append((want.snapshots[r], got.snapshots[r], episodes[r], steps))
+        pool = pool[-2000:]
+    return seen
+
+
+@pytest.mark.parametrize("env_id", list(FAMILIES))
+def test_compiled_steps_give_the_env_transitions(env_id: str) -> None:
+    """Observations, rewards, ends, successes and both bounds equal the env's, bit for bit, from random reached states
+    (with restores all over the tree), with the default bound and with a discounted, step-limited one."""
+    env_kwargs, events = FAMILIES[env_id]
+    seen = _play_both(env_id, env_kwargs, 1.0, False, seed=0, iterations=80)
+    seen |= _play_both(env_id, env_kwargs, 0.95, True, seed=1, iterations=80)
+    assert events <= seen, f"random play on {env_id} never showed {events - seen}: the comparison missed those rules"
+
+
+def _minigrid_model(backend: str, algo: type = DirPG, **kwargs: Any) -> Any:
+    def make() -> gym.Env:
+        return make_minigrid_env("MiniGrid-MultiRoom-N2-S4-v0")
+
+    venv = make_vec_env(make, n_envs=2, vec_env_cls=DummyVecEnv)
+    policy_kwargs = dict(features_extractor_class=MiniGridCNN, net_arch=[], normalize_images=False)
+    if algo is DirPG:
+        kwargs = dict(search_budget=300, priority="astar", alpha=0.2, heuristic=MultiRoomBound.for_env(make()), **kwargs)
+    return algo(
+        "MultiInputPolicy", venv, max_episode_steps=40, batch_episodes=8, seed=5, simulator_backend=backend,
+        policy_kwargs=policy_kwargs, **kwargs,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("algo", [DirPG, Reinforce])
+def test_the_compiled_simulator_learns_the_same_parameters(algo: type) -> None:
+    """The same seed learns bit-identical parameters on the env and on the compiled simulator, and they did change."""
+    extra = {} if algo is DirPG else {"n_rollouts": 4}
+    models = {backend: _minigrid_model(backend, algo, **extra) for backend in ("env", "compiled")}
+    assert type(models["env"].simulator) is VecSimulator
+    assert type(models["compiled"].simulator) is CompiledMiniGridSimulator
+    start = [p.detach().clone() for p in models["env"].policy.parameters()]
+    for model in models.values():
+        model.learn(6000)
+    assert models["env"].num_timesteps == models["compiled"].num_timesteps
+    env_params = list(models["env"].policy.parameters())
+    assert not all(th.equal(a, b) for a, b in zip(start, env_params)), "no update happened: the comparison is empty"
+    for a, b in zip(env_params, models["compiled"].policy.parameters()):
+        assert th.equal(a, b)
+
+
+def test_auto_uses_the_compiled_simulator_where_it_fits_and_compiled_says_why_not() -> None:
+    """``auto`` picks the compiled simulator for the paper's MiniGrid chain and the env elsewhere; ``compiled`` names the
+    reason it cannot run an env."""
+    assert type(_minigrid_model("auto").simulator) is CompiledMiniGridSimulator
+    unlock = [SimulatorWrapper(make_minigrid_env("MiniGrid-Unlock-v0"))]
+    assert type(make_vec_simulator(unlock, None, "auto")) is VecSimulator
+    with pytest.raises(ValueError, match="UnlockEnv overrides MiniGridEnv.step.*simulator_backend='auto' or 'env'"):
+        make_vec_simulator(unlock, None, "compiled")
+    plain = [SimulatorWrapper(gym.make("MiniGrid-Empty-5x5-v0"))]
+    with pytest.raises(ValueError, match="outermost wrapper is not DirectionImageObs"):
+        make_vec_simulator(plain, None, "compiled")
+    multiroom = [SimulatorWrapper(make_minigrid_env("MiniGrid-MultiRoom-N2-S4-v0"))]
+    with pytest.raises(ValueError, match="the heuristic is a function"):
+        make_vec_simulator(multiroom, lambda env: (0.0, 1.0), "compiled")
+    with pytest.raises(ValueError, match="simulator_backend must be one of"):
+        _minigrid_model("numba")
+
+
+def test_a_batch_with_a_box_is_searched_on_the_env() -> None:
+    """Toggling a box replaces it by its contents, which the arrays do not hold: a batch whose grids hold a box (every
+    Playground layout does) steps the env itself, and gives the env's transitions."""
+
+    def make() -> gym.Env:
+        return make_minigrid_env("MiniGrid-Playground-v0")
+
+    reference = VecSimulator([SimulatorWrapper(make())])
+    compiled = CompiledMiniGridSimulator([SimulatorWrapper(make())])
+    rng = np.random.default_rng(0)
+    for seed in range(3):
+        want, got = reference.reset([seed]), compiled.reset([seed])
+        assert any(cell is not None and cell.type == "box" for cell in compiled.simulators[0].env.unwrapped.grid.grid)
+        assert not compiled.runs_compiled
+        for action in rng.integers(7, size=30).tolist():
+            want = reference.step(want.snapshots, np.array([action]), np.array([0]))
+            got = compiled.step(got.snapshots, np.array([action]), np.array([0]))
+            np.testing.assert_array_equal(got.obs[0]["image"], want.obs[0]["image"])
+            np.testing.assert_array_equal(got.rewards, want.rewards)
+            if want.terminal[0]:
+                break
+
+
+@pytest.mark.parametrize("key_color", ["yellow", "red"])
+def test_a_locked_door_opens_only_with_its_key(key_color: str) -> None:
+    """Pick up a key, toggle a locked door of the key's colour or another one, then walk on: the same as the env."""
+
+    def make() -> gym.Env:
+        return make_minigrid_env("SB3DirPGTest/LockedDoor-v0", key_color=key_color)
+
+    bound = MultiRoomBound.for_env(make())
+    reference = VecSimulator([SimulatorWrapper(make())], bound)
+    compiled = CompiledMiniGridSimulator([SimulatorWrapper(make())], bound)
+    want, got = reference.reset([0]), compiled.reset([0])
+    rewards = []
+    for action in (3, 2, 5, 2, 2):  # pickup, forward, toggle, forward into the doorway, forward onto the goal
+        want = reference.step(want.snapshots, np.array([action]), np.array([0]))
+        got = compiled.step(got.snapshots, np.array([action]), np.array([0]))
+        np.testing.assert_array_equal(got.obs[0]["image"], want.obs[0]["image"])
+        for name in ("rewards", "terminal", "success", "lower", "upper"):
+            np.testing.assert_array_equal(getattr(got, name), getattr(want, name))
+        rewards.append(float(want.rewards[0]))
+    assert rewards == ([5.0, 0.0, 30.0, 0.0, 100.0] if key_color == "yellow" else [5.0, 0.0, 0.0, 0.0, 0.0])
+
+
+def test_snapshots_of_an_earlier_reset_are_refused() -> None:
+    """A snapshot is a row of the store that the next reset reuses: stepping an old one raises instead of stepping
+    another state."""
+    compiled = CompiledMiniGridSimulator([SimulatorWrapper(make_minigrid_env("MiniGrid-MultiRoom-N2-S4-v0"))])
+    old = compiled.reset([0]).snapshots
+    compiled.reset([1])
+    with pytest.raises(ValueError, match="before the last reset"):
+        compiled.step(old, np.array([2]), np.array([0]))
