@@ -260,3 +260,15 @@ def test_snapshots_of_an_earlier_reset_are_refused() -> None:
     compiled.reset([1])
     with pytest.raises(ValueError, match="before the last reset"):
         compiled.step(old, np.array([2]), np.array([0]))
+
+
+def test_the_backend_is_saved_with_the_model(tmp_path: Any) -> None:
+    """A loaded model keeps the saved ``simulator_backend`` and builds that simulator for its new env."""
+    model = _minigrid_model("env")
+    model.save(tmp_path / "model")
+    loaded = DirPG.load(tmp_path / "model", env=model.get_env())
+    assert loaded.simulator_backend == "env"
+    assert type(loaded.simulator) is VecSimulator
+    assert type(DirPG.load(tmp_path / "model", env=model.get_env(), simulator_backend="auto").simulator) is (
+        CompiledMiniGridSimulator
+    )

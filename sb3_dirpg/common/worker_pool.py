@@ -11,6 +11,7 @@ import functools
 import io
 import multiprocessing as mp
 import pickle
+import signal
 import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -127,6 +128,8 @@ def _worker(
 ) -> None:
     import torch as th
 
+    # a SIGINT stops a worker whatever handler the learner has (a job started with ``&`` in a script ignores SIGINT)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     th.set_num_threads(1)
     env: gym.Env = env_wrapper.var
     simulator = make_vec_simulator([SimulatorWrapper(env)], heuristic_wrapper.var, simulator_backend)
