@@ -272,3 +272,14 @@ def test_the_backend_is_saved_with_the_model(tmp_path: Any) -> None:
     assert type(DirPG.load(tmp_path / "model", env=model.get_env(), simulator_backend="auto").simulator) is (
         CompiledMiniGridSimulator
     )
+
+
+def test_search_workers_run_the_compiled_simulator_with_the_same_results() -> None:
+    """With the compiled simulator, as with the env, the parameters do not depend on the number of search workers."""
+    alone, with_worker = _minigrid_model("compiled"), _minigrid_model("compiled", n_workers=1)
+    for model in (alone, with_worker):
+        model.learn(3000)
+    with_worker.close_workers()
+    assert alone.num_timesteps == with_worker.num_timesteps
+    for a, b in zip(alone.policy.parameters(), with_worker.policy.parameters()):
+        assert th.equal(a, b)
