@@ -1,17 +1,10 @@
 """Lazy top-down A* sampling of trajectories (the DirPG search). Knows nothing about SB3 or torch."""
 
+from sb3_dirpg.search.config import PRIORITIES, SearchConfig
 from sb3_dirpg.search.gumbel import masked_log_softmax, masked_logsumexp, sample_gumbel, truncate_gumbel, truncated_gumbel
 from sb3_dirpg.search.protocols import BatchSimulator, Heuristic, PolicyFunction, Transitions
-from sb3_dirpg.search.top_down import (
-    PRIORITIES,
-    CompletedTrajectory,
-    EpisodeSearch,
-    SearchConfig,
-    SearchResult,
-    TopDownSearch,
-    cyclic_gc_paused,
-    gumbel_top_k,
-)
+from sb3_dirpg.search.results import CompletedTrajectory, EpisodeSearch, SearchResult
+from sb3_dirpg.search.top_down import TopDownSearch, cyclic_gc_paused, gumbel_top_k
 from sb3_dirpg.search.tree import SearchTree
 
 __all__ = [

@@ -1,19 +1,31 @@
 """The search's per-iteration bookkeeping, compiled with numba: three calls per lockstep iteration.
 
-Inside the search a small numpy call costs about 5 µs (``python -m sb3_dirpg.experiments.in_situ_cost``), and one
+Inside the search a small numpy call costs about 5 µs (``python -m benchmarks.in_situ_cost`` in a source checkout), and one
 iteration of the numpy core made some 150-200 of them. These kernels do the same work in three calls:
 :func:`pop_regions` (before the policy), :func:`split_regions` (before the simulator) and :func:`add_children` (after
 it). Python keeps the simulator, the policy, the random streams and the rare events (a complete trajectory, the switch
 to the ``a_dir`` search).
 
-Every kernel follows numpy's operations in numpy's order, so that the search gives the floats that the numpy
-functions of :mod:`sb3_dirpg.search.gumbel` give: sums add as numpy's pairwise sum does, and ``logaddexp(0, y)``
-takes numpy's branches. The queues are binary heaps ordered as Python's ``heapq`` orders the tuples
-``(-priority, bound on D, region id)``, with ``heapq``'s own sift steps.
+The kernels take and give records, named tuples of arrays and scalars: the tree's
+:class:`~sb3_dirpg.search.tree.Nodes` and :class:`~sb3_dirpg.search.tree.Regions`, the search's
+:class:`~sb3_dirpg.search.state.Progress`, :class:`~sb3_dirpg.search.state.Queues` and
+:class:`~sb3_dirpg.search.state.NoiseBlocks`, the settings :class:`~sb3_dirpg.search.config.Params`, and the
+iteration's :class:`~sb3_dirpg.search.state.Popped`, :class:`~sb3_dirpg.search.state.Split` and
+:class:`~sb3_dirpg.search.state.Reached`. Each kernel is a Python function that takes the records by keyword and
+hands them to its compiled twin (``_pop_regions`` for :func:`pop_regions`) as plain tuples, which the twin names again
+on entry (``Nodes(*nodes)``, free once compiled). numba's dispatcher types a plain tuple of arrays in C but a named
+tuple field by field in Python, and boxes a returned named tuple slowly: passing and returning the named tuples
+themselves made a lockstep iteration of the free-simulator benchmark take twice as long.
+
+Every kernel follows numpy's operations in numpy's order, as the numpy functions of :mod:`sb3_dirpg.search.gumbel`
+do: sums add as numpy's pairwise sum does, and ``logaddexp(0, y)`` takes numpy's branches. ``exp``, ``log`` and
+``log1p`` are the C library's; numpy gives the same floats where it calls them too, and may differ in the last bit
+where it picks its own SIMD loops at run time (AVX-512). The queues are binary heaps ordered as Python's ``heapq``
+orders the tuples ``(-priority, bound on D, region id)``, with ``heapq``'s own sift steps.
 
 Shapes: ``n`` episodes, ``k`` episodes stepping this iteration, ``A`` actions, ``C`` the capacity of a queue.
-The queue of episode ``e`` is row ``e`` of ``heap_key`` (``-priority``), ``heap_bound`` and ``heap_region``, each of
-shape (n, C), holding ``heap_size[e]`` entries.
+The queue of episode ``e`` is row ``e`` of the queues' ``key`` (``-priority``), ``bound`` and ``region``, each of
+shape (n, C), holding ``size[e]`` entries.
 """
 
 from __future__ import annotations
@@ -21,8 +33,14 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-OPT, DIR, DONE = 0, 1, 2  # an episode's phase: sampling a_opt, searching a_dir, finished
-GUMBEL, ASTAR = 0, 1  # the a_dir priority
+from sb3_dirpg.search.config import ASTAR, GUMBEL, Params
+from sb3_dirpg.search.state import DIR, DONE, OPT, NoiseBlocks, Popped, Progress, Queues, Reached, Split
+from sb3_dirpg.search.tree import Nodes, Regions
+
+__all__ = [
+    "ASTAR", "DIR", "DONE", "GUMBEL", "OPT", "add_children", "pop_regions", "push_regions", "requeue", "split_regions"
+]  # fmt: skip
+
 LOG_2 = 0.6931471805599453
 PAIRWISE_BLOCK = 128  # numpy's PW_BLOCKSIZE
 
@@ -132,234 +150,236 @@ def _less(key: float, bound: float, region: int, other_key: float, other_bound: 
 
 
 @njit(cache=True, inline="always")
-def _move(heap_key: np.ndarray, heap_bound: np.ndarray, heap_region: np.ndarray, e: int, source: int, target: int) -> None:
+def _move(queues: Queues, e: int, source: int, target: int) -> None:
     """Copy entry ``source`` of episode ``e``'s queue to position ``target``."""
-    heap_key[e, target], heap_bound[e, target], heap_region[e, target] = (
-        heap_key[e, source], heap_bound[e, source], heap_region[e, source]
-    )  # fmt: skip
+    key, bound, region = queues.key, queues.bound, queues.region
+    key[e, target], bound[e, target], region[e, target] = key[e, source], bound[e, source], region[e, source]
 
 
 @njit(cache=True, inline="always")
-def _sift_down(
-    heap_key: np.ndarray, heap_bound: np.ndarray, heap_region: np.ndarray, e: int, pos: int,
-    key: float, bound: float, region: int,
-) -> None:  # fmt: skip
+def _sift_down(queues: Queues, e: int, pos: int, key: float, bound: float, region: int) -> None:
     """``heapq``'s ``_siftdown``: place ``(key, bound, region)`` at ``pos`` of episode ``e``'s queue or above it, moving
     the larger parents down."""
     while pos > 0:
         parent = (pos - 1) >> 1
-        if not _less(key, bound, region, heap_key[e, parent], heap_bound[e, parent], heap_region[e, parent]):
+        if not _less(key, bound, region, queues.key[e, parent], queues.bound[e, parent], queues.region[e, parent]):
             break
-        _move(heap_key, heap_bound, heap_region, e, parent, pos)
+        _move(queues, e, parent, pos)
         pos = parent
-    heap_key[e, pos], heap_bound[e, pos], heap_region[e, pos] = key, bound, region
+    queues.key[e, pos], queues.bound[e, pos], queues.region[e, pos] = key, bound, region
 
 
 @njit(cache=True)
-def _heap_push(
-    heap_key: np.ndarray, heap_bound: np.ndarray, heap_region: np.ndarray, heap_size: np.ndarray, e: int,
-    key: float, bound: float, region: int,
-) -> None:  # fmt: skip
+def _heap_push(queues: Queues, e: int, key: float, bound: float, region: int) -> None:
     """``heapq.heappush`` of ``(key, bound, region)`` onto episode ``e``'s queue (capacity reserved by the caller)."""
-    heap_size[e] += 1
-    _sift_down(heap_key, heap_bound, heap_region, e, heap_size[e] - 1, key, bound, region)
+    queues.size[e] += 1
+    _sift_down(queues, e, queues.size[e] - 1, key, bound, region)
 
 
 @njit(cache=True)
-def _heap_pop(
-    heap_key: np.ndarray, heap_bound: np.ndarray, heap_region: np.ndarray, heap_size: np.ndarray, e: int
-) -> tuple[float, int]:
+def _heap_pop(queues: Queues, e: int) -> tuple[float, int]:
     """``heapq.heappop`` from episode ``e``'s non-empty queue.
 
     :return: the bound and the region of the smallest entry
     """
-    end = heap_size[e] - 1
-    heap_size[e] = end
-    key, bound, region = heap_key[e, end], heap_bound[e, end], heap_region[e, end]
+    keys, bounds, regions = queues.key, queues.bound, queues.region
+    end = queues.size[e] - 1
+    queues.size[e] = end
+    key, bound, region = keys[e, end], bounds[e, end], regions[e, end]
     if end == 0:
         return bound, region
-    top_bound, top_region = heap_bound[e, 0], heap_region[e, 0]
+    top_bound, top_region = bounds[e, 0], regions[e, 0]
     pos, child = 0, 1
     while child < end:  # heapq's _siftup: move the smaller child up, down to a leaf ...
         right = child + 1
         if right < end and not _less(
-            heap_key[e, child], heap_bound[e, child], heap_region[e, child],
-            heap_key[e, right], heap_bound[e, right], heap_region[e, right],
-        ):  # fmt: skip
+            keys[e, child], bounds[e, child], regions[e, child], keys[e, right], bounds[e, right], regions[e, right]
+        ):
             child = right
-        _move(heap_key, heap_bound, heap_region, e, child, pos)
+        _move(queues, e, child, pos)
         pos = child
         child = 2 * pos + 1
-    _sift_down(heap_key, heap_bound, heap_region, e, pos, key, bound, region)  # ... then place the last entry from there
+    _sift_down(queues, e, pos, key, bound, region)  # ... then place the last entry from there
     return top_bound, top_region
 
 
 @njit(cache=True)
 def _push_region(
-    region: int, e: int, follow: bool, g: float, ret: float, rest_bound: float,
-    epsilon: float, priority: int, alpha: float, prune: bool,
-    phase: np.ndarray, d_best: np.ndarray, pruned: np.ndarray, follow_bound: np.ndarray, follow_region: np.ndarray,
-    heap_key: np.ndarray, heap_bound: np.ndarray, heap_region: np.ndarray, heap_size: np.ndarray,
-) -> None:  # fmt: skip
-    """Queue one region of episode ``e`` (``TopDownSearch._push`` for one region), or prune it.
+    region: int, e: int, follow: bool, params: Params, nodes: Nodes, regions: Regions, progress: Progress, queues: Queues
+) -> None:
+    """Queue one region of episode ``e`` (``TopDownSearch._push`` for one region), or prune it; with ``follow``, make
+    it the episode's next region instead (depth-first).
 
-    :param g: the region's Gumbel
-    :param ret: the discounted return of its node's prefix
-    :param rest_bound: the bound on its node's return-to-go (``upper`` for ε > 0, ``lower`` for ε < 0)
+    The bound on the return-to-go of the region's node is ``upper`` for ε > 0 and ``lower`` for ε < 0.
     """
+    node, g, epsilon = regions.node[region], regions.G[region], params.epsilon
+    ret = nodes.ret[node]
+    rest_bound = nodes.upper[node] if epsilon > 0 else nodes.lower[node]
     bound = g + epsilon * (ret + rest_bound)
-    if phase[e] == DIR and prune and bound <= d_best[e]:
-        pruned[e] += 1
+    phase = progress.phase[e]
+    if phase == DIR and params.prune and bound <= progress.d_best[e]:
+        progress.pruned[e] += 1
     elif follow:
-        follow_bound[e], follow_region[e] = bound, region
+        queues.follow_bound[e], queues.follow_region[e] = bound, region
     else:
         key = g
-        if phase[e] != OPT and priority == ASTAR:
+        if phase != OPT and params.priority == ASTAR:
             key = g + epsilon * ret
-            if alpha > 0:
-                key = key + (epsilon * alpha) * rest_bound
-        _heap_push(heap_key, heap_bound, heap_region, heap_size, e, -key, bound, region)
+            if params.alpha > 0:
+                key = key + (epsilon * params.alpha) * rest_bound
+        _heap_push(queues, e, -key, bound, region)
 
 
-@njit(cache=True)
 def push_regions(
-    regions: np.ndarray, episodes: np.ndarray, region_node: np.ndarray, region_g: np.ndarray,
-    node_ret: np.ndarray, node_rest_bound: np.ndarray, epsilon: float, priority: int, alpha: float, prune: bool,
-    phase: np.ndarray, d_best: np.ndarray, pruned: np.ndarray, follow_bound: np.ndarray, follow_region: np.ndarray,
-    heap_key: np.ndarray, heap_bound: np.ndarray, heap_region: np.ndarray, heap_size: np.ndarray,
+    ids: np.ndarray, episodes: np.ndarray, *, params: Params, nodes: Nodes, regions: Regions, progress: Progress,
+    queues: Queues,
 ) -> None:  # fmt: skip
     """Queue regions onto their episodes' heaps, in order, pruning those that cannot beat the best ``D`` so far.
 
-    :param regions: region ids, shape (m,)
+    :param ids: region ids, shape (m,)
     :param episodes: the episode of each, shape (m,)
-    :param node_rest_bound: the nodes' bounds on the return-to-go (``upper`` for ε > 0, ``lower`` for ε < 0)
     """
-    for i in range(regions.size):
-        node = region_node[regions[i]]
-        _push_region(
-            regions[i], episodes[i], False, region_g[regions[i]], node_ret[node], node_rest_bound[node],
-            epsilon, priority, alpha, prune, phase, d_best, pruned, follow_bound, follow_region,
-            heap_key, heap_bound, heap_region, heap_size,
-        )  # fmt: skip
+    _push_regions(ids, episodes, tuple(params), tuple(nodes), tuple(regions), tuple(progress), tuple(queues))
 
 
 @njit(cache=True)
-def requeue(
-    e: int, region_node: np.ndarray, region_g: np.ndarray, node_ret: np.ndarray, node_rest_bound: np.ndarray,
-    epsilon: float, priority: int, alpha: float, prune: bool,
-    phase: np.ndarray, d_best: np.ndarray, pruned: np.ndarray, follow_bound: np.ndarray, follow_region: np.ndarray,
-    heap_key: np.ndarray, heap_bound: np.ndarray, heap_region: np.ndarray, heap_size: np.ndarray,
-) -> None:  # fmt: skip
+def _push_regions(
+    ids: np.ndarray, episodes: np.ndarray, params: tuple, nodes: tuple, regions: tuple, progress: tuple, queues: tuple
+) -> None:
+    """:func:`push_regions`, compiled."""
+    params, nodes, regions = Params(*params), Nodes(*nodes), Regions(*regions)
+    progress, queues = Progress(*progress), Queues(*queues)
+    for i in range(ids.size):
+        _push_region(ids[i], episodes[i], False, params, nodes, regions, progress, queues)
+
+
+def requeue(e: int, *, params: Params, nodes: Nodes, regions: Regions, progress: Progress, queues: Queues) -> None:
     """Rebuild episode ``e``'s queue with the priority of its current phase: its regions, in the heap's array order,
-    pushed again onto an empty heap (pruning those that cannot beat the best ``D``)."""
-    regions = heap_region[e, : heap_size[e]].copy()
-    heap_size[e] = 0
-    push_regions(
-        regions, np.full(regions.size, e), region_node, region_g, node_ret, node_rest_bound, epsilon, priority, alpha,
-        prune, phase, d_best, pruned, follow_bound, follow_region, heap_key, heap_bound, heap_region, heap_size,
-    )  # fmt: skip
+    pushed again onto an empty heap (pruning those that cannot beat the best ``D``).
+
+    :param e: the episode
+    """
+    _requeue(e, tuple(params), tuple(nodes), tuple(regions), tuple(progress), tuple(queues))
+
+
+@njit(cache=True)
+def _requeue(e: int, params: tuple, nodes: tuple, regions: tuple, progress: tuple, queues: tuple) -> None:
+    """:func:`requeue`, compiled."""
+    queues = Queues(*queues)
+    ids = queues.region[e, : queues.size[e]].copy()
+    queues.size[e] = 0
+    _push_regions(ids, np.full(ids.size, e), params, nodes, regions, progress, queues)
 
 
 # -- one lockstep iteration --------------------------------------------------------------------------------------
 
 
-@njit(cache=True)
 def pop_regions(
-    budget: int, prune: bool, phase: np.ndarray, d_best: np.ndarray, pruned: np.ndarray, search_interactions: np.ndarray,
-    follow_bound: np.ndarray, follow_region: np.ndarray,
-    heap_key: np.ndarray, heap_bound: np.ndarray, heap_region: np.ndarray, heap_size: np.ndarray,
-    region_node: np.ndarray, region_g: np.ndarray, node_evaluated: np.ndarray, noise_used: np.ndarray, noise_block: int,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:  # fmt: skip
+    *, params: Params, nodes: Nodes, regions: Regions, progress: Progress, queues: Queues, noise: NoiseBlocks
+) -> Popped:
     """End the ``a_dir`` search of the episodes that have spent their budget, then pop the next region of every
     episode still searching: the followed child (depth-first), else the heap's best, dropping on the way (while
     searching ``a_dir``, with pruning) the regions that can no longer beat the best ``D``. An episode with none left
     is done.
 
-    :param noise_used: the random numbers of each episode's block already used, shape (n,)
-    :param noise_block: the size of a block
-    :return: the episodes that popped a region, their regions, the regions' nodes and Gumbels, shape (k,) each, the
-        nodes among them that the policy has not evaluated yet, sorted and unique, shape (m,), and the episodes among
-        them whose block of random numbers is used up
+    :return: the popped regions, with the nodes that the policy has not evaluated yet and the episodes whose block of
+        random numbers is used up
     """
-    n = phase.size
-    episodes = np.empty(n, np.int64)
-    regions = np.empty(n, np.int64)
-    k = 0
-    for e in range(n):
-        if phase[e] == DIR and search_interactions[e] >= budget:
-            phase[e] = DONE
-        if phase[e] == DONE:
-            continue
-        pruning = prune and phase[e] == DIR
-        region = -1
-        if follow_region[e] >= 0:
-            if not (pruning and follow_bound[e] <= d_best[e]):
-                region = follow_region[e]
-            else:
-                pruned[e] += 1
-            follow_region[e] = -1
-        while region < 0 and heap_size[e] > 0:
-            bound, popped = _heap_pop(heap_key, heap_bound, heap_region, heap_size, e)
-            if pruning and bound <= d_best[e]:
-                pruned[e] += 1
-            else:
-                region = popped
-        if region < 0:
-            phase[e] = DONE
-            continue
-        episodes[k], regions[k] = e, region
-        k += 1
-    nodes = region_node[regions[:k]]
-    todo = np.unique(nodes[~node_evaluated[nodes]])
-    refill = episodes[:k][noise_used[episodes[:k]] >= noise_block]
-    return episodes[:k], regions[:k], nodes, region_g[regions[:k]], todo, refill
+    return Popped(*_pop_regions(tuple(params), tuple(nodes), tuple(regions), tuple(progress), tuple(queues), tuple(noise)))
 
 
 @njit(cache=True)
-def split_regions(
-    todo: np.ndarray, logits: np.ndarray, node_legal: np.ndarray, node_log_pi: np.ndarray, node_evaluated: np.ndarray,
-    node_log_p: np.ndarray, region_node: np.ndarray, region_legal: np.ndarray, region_g: np.ndarray,
-    episodes: np.ndarray, regions: np.ndarray, noise_uniform: np.ndarray, noise_exponential: np.ndarray,
-    noise_used: np.ndarray,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # fmt: skip
-    """Store the policy's log-probabilities at the newly evaluated nodes, then split each region in two: one action
-    sampled within its legal set in proportion to the policy (inverse CDF; the first legal action when they all have
-    probability 0) and the rest, whose Gumbel is drawn truncated below the region's (``TopDownSearch._split``).
+def _pop_regions(
+    params: tuple, nodes: tuple, regions: tuple, progress: tuple, queues: tuple, noise: tuple
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`pop_regions`, compiled.
 
-    :param todo: the newly evaluated nodes, shape (m,)
-    :param logits: the policy's logits at them, float64, shape (m, A)
-    :param episodes: the episode of each region, shape (k,)
-    :param regions: region ids, shape (k,)
-    :param noise_uniform: each episode's block of uniforms in [0, 1) (one per expansion: the action), shape (n, B)
-    :param noise_exponential: each episode's block of standard exponentials (one per expansion: the rest's Gumbel),
-        shape (n, B)
-    :param noise_used: the numbers of each episode's block already used (one more after this call), shape (n,)
-    :return: the actions, int64, shape (k,); the rests' legal actions, bool, shape (k, A); the rests' Gumbels, (k,)
+    :return: the fields of :class:`~sb3_dirpg.search.state.Popped`
     """
-    n_actions = region_legal.shape[1]
+    params, nodes, regions = Params(*params), Nodes(*nodes), Regions(*regions)
+    progress, queues, noise = Progress(*progress), Queues(*queues), NoiseBlocks(*noise)
+    phase, d_best, pruned = progress.phase, progress.d_best, progress.pruned
+    n = phase.size
+    episodes = np.empty(n, np.int64)
+    picked = np.empty(n, np.int64)
+    k = 0
+    for e in range(n):
+        if phase[e] == DIR and progress.search_interactions[e] >= params.budget:
+            phase[e] = DONE
+        if phase[e] == DONE:
+            continue
+        pruning = params.prune and phase[e] == DIR
+        region = -1
+        if queues.follow_region[e] >= 0:
+            if not (pruning and queues.follow_bound[e] <= d_best[e]):
+                region = queues.follow_region[e]
+            else:
+                pruned[e] += 1
+            queues.follow_region[e] = -1
+        while region < 0 and queues.size[e] > 0:
+            bound, candidate = _heap_pop(queues, e)
+            if pruning and bound <= d_best[e]:
+                pruned[e] += 1
+            else:
+                region = candidate
+        if region < 0:
+            phase[e] = DONE
+            continue
+        episodes[k], picked[k] = e, region
+        k += 1
+    at = regions.node[picked[:k]]
+    todo = np.unique(at[~nodes.evaluated[at]])
+    refill = episodes[:k][noise.used[episodes[:k]] >= noise.uniform.shape[1]]
+    return episodes[:k], picked[:k], at, regions.G[picked[:k]], todo, refill
+
+
+def split_regions(*, popped: Popped, logits: np.ndarray, nodes: Nodes, regions: Regions, noise: NoiseBlocks) -> Split:
+    """Store the policy's log-probabilities at the newly evaluated nodes (``popped.todo``), then split each popped
+    region in two: one action sampled within its legal set in proportion to the policy (inverse CDF; the first legal
+    action when they all have probability 0) and the rest, whose Gumbel is drawn truncated below the region's
+    (``TopDownSearch._split``). Each split uses the next uniform (the action) and the next exponential (the rest's
+    Gumbel) of its episode's block of random numbers.
+
+    :param popped: the popped regions
+    :param logits: the policy's logits at ``popped.todo``, float64, shape (m, A)
+    :return: the actions, the rests' legal actions and the rests' Gumbels
+    """
+    return Split(*_split_regions(tuple(popped), logits, tuple(nodes), tuple(regions), tuple(noise)))
+
+
+@njit(cache=True)
+def _split_regions(
+    popped: tuple, logits: np.ndarray, nodes: tuple, regions: tuple, noise: tuple
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`split_regions`, compiled.
+
+    :return: the fields of :class:`~sb3_dirpg.search.state.Split`
+    """
+    popped, nodes, regions, noise = Popped(*popped), Nodes(*nodes), Regions(*regions), NoiseBlocks(*noise)
+    n_actions = regions.legal.shape[1]
     terms = np.empty(n_actions)
-    for i in range(todo.size):
-        node = todo[i]
-        norm = _masked_logsumexp(logits[i], node_legal[node], terms)
+    for i in range(popped.todo.size):
+        node = popped.todo[i]
+        norm = _masked_logsumexp(logits[i], nodes.legal[node], terms)
         for a in range(n_actions):
-            node_log_pi[node, a] = logits[i, a] - norm if node_legal[node, a] else -np.inf
-        node_evaluated[node] = True
-    k = regions.size
+            nodes.log_pi[node, a] = logits[i, a] - norm if nodes.legal[node, a] else -np.inf
+        nodes.evaluated[node] = True
+    k = popped.regions.size
     actions = np.empty(k, np.int64)
     rest = np.empty((k, n_actions), np.bool_)
     g_rest = np.empty(k)
     for r in range(k):
-        region, e = regions[r], episodes[r]
-        node = region_node[region]
-        uniform, exponential = noise_uniform[e, noise_used[e]], noise_exponential[e, noise_used[e]]
-        noise_used[e] += 1
+        region, e = popped.regions[r], popped.episodes[r]
+        node = regions.node[region]
+        uniform, exponential = noise.uniform[e, noise.used[e]], noise.exponential[e, noise.used[e]]
+        noise.used[e] += 1
         total = 0.0
         first_legal = -1
         for a in range(n_actions):  # terms: the cumulative sum of the legal actions' probabilities
-            legal = region_legal[region, a]
+            legal = regions.legal[region, a]
             if legal and first_legal < 0:
                 first_legal = a
-            total += np.exp(node_log_pi[node, a]) if legal else 0.0
+            total += np.exp(nodes.log_pi[node, a]) if legal else 0.0
             terms[a] = total
         action = max(first_legal, 0)
         if total > 0:
@@ -371,98 +391,90 @@ def split_regions(
                     break
         actions[r] = action
         for a in range(n_actions):
-            rest[r, a] = region_legal[region, a] and a != action
-        mu = node_log_p[node] + _masked_logsumexp(node_log_pi[node], rest[r], terms)
+            rest[r, a] = regions.legal[region, a] and a != action
+        mu = nodes.log_p[node] + _masked_logsumexp(nodes.log_pi[node], rest[r], terms)
         g = mu - np.log(exponential)
-        upper = region_g[region]
+        upper = regions.G[region]
         g_rest[r] = -np.inf if g == -np.inf else upper - _logaddexp_zero(upper - g)
     return actions, rest, g_rest
 
 
-@njit(cache=True)
 def add_children(
-    episodes: np.ndarray, parents: np.ndarray, actions: np.ndarray, g: np.ndarray, rest: np.ndarray, g_rest: np.ndarray,
-    rewards: np.ndarray, terminal: np.ndarray, masks: np.ndarray, lower: np.ndarray, upper: np.ndarray,
-    success: np.ndarray, gamma: float, horizon: int, epsilon: float, priority: int, alpha: float, prune: bool,
-    depth_first: bool, node_start: int, node_episode: np.ndarray, node_parent: np.ndarray, node_action: np.ndarray,
-    node_depth: np.ndarray, node_log_p: np.ndarray, node_reward: np.ndarray, node_ret: np.ndarray,
-    node_lower: np.ndarray, node_upper: np.ndarray, node_terminal: np.ndarray, node_success: np.ndarray,
-    node_legal: np.ndarray, node_log_pi: np.ndarray, region_start: int, region_node: np.ndarray,
-    region_legal: np.ndarray, region_g: np.ndarray, phase: np.ndarray, d_best: np.ndarray, pruned: np.ndarray,
-    search_interactions: np.ndarray, length_opt: np.ndarray, follow_bound: np.ndarray, follow_region: np.ndarray,
-    heap_key: np.ndarray, heap_bound: np.ndarray, heap_region: np.ndarray, heap_size: np.ndarray,
-) -> tuple[int, int, int]:  # fmt: skip
-    """Add the states the simulator reached as the children of the stepped nodes, count the interactions, and queue
+    *, popped: Popped, split: Split, reached: Reached, params: Params, nodes: Nodes, regions: Regions,
+    progress: Progress, queues: Queues,
+) -> tuple[int, int]:  # fmt: skip
+    """Add the states the simulator reached as the children of the popped nodes, count the interactions, and queue
     the non-empty rests, then one region per non-terminal child (depth-first: as its episode's next region).
 
-    The children take rows ``node_start ..`` of the node columns and the new regions rows ``region_start ..`` of the
-    region columns (reserved by the caller: ``k`` nodes, ``2k`` regions, 2 entries per queue).
+    The children take the next ``k`` rows of the node columns and the new regions the next rows of the region columns
+    (room reserved by the caller: ``k`` nodes, ``2k`` regions, 2 entries per queue). A child is terminal when
+    ``reached.terminal`` says so or at the horizon.
 
-    :param episodes: the episodes that stepped, shape (k,)
-    :param parents: the nodes they stepped from, shape (k,)
-    :param actions: the actions taken, shape (k,)
-    :param g: the Gumbels of the regions expanded (the children's regions inherit them), shape (k,)
-    :param rest: the rests' legal actions, bool, shape (k, A)
-    :param g_rest: the rests' Gumbels, shape (k,)
-    :param rewards: the step rewards, shape (k,)
-    :param terminal: whether each child ends its trajectory (the horizon is applied here), bool, shape (k,)
-    :param masks: the children's legal actions, bool, shape (k, A)
-    :param lower: the simulator's lower bounds on the children's return-to-go (``-inf`` when unknown), shape (k,)
-    :param upper: the simulator's upper bounds on it (``inf`` when unknown), shape (k,)
-    :param success: whether each step ended the episode in success, bool, shape (k,)
-    :param horizon: the maximum trajectory length, or -1 for none
-    :return: the number of regions added, the number of terminal children, and the position of a non-terminal child
-        without legal actions (-1 if none; nothing is added then)
+    :return: the number of terminal children, and the position of a non-terminal child without legal actions (-1 if
+        none; nothing is added then)
     """
+    return _add_children(
+        tuple(popped), tuple(split), tuple(reached), tuple(params), tuple(nodes), tuple(regions), tuple(progress),
+        tuple(queues),
+    )  # fmt: skip
+
+
+@njit(cache=True)
+def _add_children(
+    popped: tuple, split: tuple, reached: tuple, params: tuple, nodes: tuple, regions: tuple, progress: tuple, queues: tuple
+) -> tuple[int, int]:
+    """:func:`add_children`, compiled."""
+    popped, split, reached, params = Popped(*popped), Split(*split), Reached(*reached), Params(*params)
+    nodes, regions, progress, queues = Nodes(*nodes), Regions(*regions), Progress(*progress), Queues(*queues)
+    episodes, parents, actions = popped.episodes, popped.nodes, split.actions
     k = episodes.size
-    n_actions = masks.shape[1]
+    n_actions = reached.masks.shape[1]
+    horizon, gamma = params.horizon, params.gamma
     for i in range(k):
-        if not (terminal[i] or (horizon >= 0 and node_depth[parents[i]] + 1 >= horizon) or masks[i].any()):
-            return 0, 0, i
+        if not (reached.terminal[i] or (horizon >= 0 and nodes.depth[parents[i]] + 1 >= horizon) or reached.masks[i].any()):
+            return 0, i
+    start = nodes.count[0]
     for i in range(k):
-        child, parent = node_start + i, parents[i]
-        depth = node_depth[parent] + 1
-        ends = terminal[i] or (horizon >= 0 and depth >= horizon)
-        discount_parent = 1.0 if gamma == 1.0 else gamma ** float(node_depth[parent])
+        child, parent = start + i, parents[i]
+        depth = nodes.depth[parent] + 1
+        last = reached.terminal[i] or (horizon >= 0 and depth >= horizon)
+        discount_parent = 1.0 if gamma == 1.0 else gamma ** float(nodes.depth[parent])
         discount = 1.0 if gamma == 1.0 else gamma ** float(depth)
-        node_episode[child], node_parent[child], node_action[child], node_depth[child] = episodes[i], parent, actions[i], depth
-        node_log_p[child] = node_log_p[parent] + node_log_pi[parent, actions[i]]
-        node_reward[child] = rewards[i]
-        node_ret[child] = node_ret[parent] + (rewards[i] if gamma == 1.0 else discount_parent * rewards[i])
-        node_lower[child] = 0.0 if ends else (lower[i] if gamma == 1.0 else discount * lower[i])
-        node_upper[child] = 0.0 if ends else (upper[i] if gamma == 1.0 else discount * upper[i])
-        node_terminal[child], node_success[child] = ends, success[i]
+        reward, lower, upper = reached.rewards[i], reached.lower[i], reached.upper[i]
+        nodes.episode[child], nodes.parent[child], nodes.depth[child] = episodes[i], parent, depth
+        nodes.action[child] = actions[i]
+        nodes.log_p[child] = nodes.log_p[parent] + nodes.log_pi[parent, actions[i]]
+        nodes.reward[child] = reward
+        nodes.ret[child] = nodes.ret[parent] + (reward if gamma == 1.0 else discount_parent * reward)
+        nodes.lower[child] = 0.0 if last else (lower if gamma == 1.0 else discount * lower)
+        nodes.upper[child] = 0.0 if last else (upper if gamma == 1.0 else discount * upper)
+        nodes.terminal[child], nodes.success[child] = last, reached.success[i]
         for a in range(n_actions):
-            node_legal[child, a] = masks[i, a]
-        if phase[episodes[i]] == DIR:
-            search_interactions[episodes[i]] += 1
+            nodes.legal[child, a] = reached.masks[i, a]
+        if progress.phase[episodes[i]] == DIR:
+            progress.search_interactions[episodes[i]] += 1
         else:
-            length_opt[episodes[i]] += 1
-    node_rest_bound = node_upper if epsilon > 0 else node_lower
-    region = region_start
+            progress.length_opt[episodes[i]] += 1
+    nodes.count[0] = start + k
     for i in range(k):  # the rests, then the children's regions, each in batch order
-        if not rest[i].any():
+        if not split.rest[i].any():
             continue
-        region_node[region], region_g[region] = parents[i], g_rest[i]
+        region = regions.count[0]
+        regions.count[0] = region + 1
+        regions.node[region], regions.G[region] = parents[i], split.g_rest[i]
         for a in range(n_actions):
-            region_legal[region, a] = rest[i, a]
-        _push_region(
-            region, episodes[i], False, g_rest[i], node_ret[parents[i]], node_rest_bound[parents[i]], epsilon, priority,
-            alpha, prune, phase, d_best, pruned, follow_bound, follow_region, heap_key, heap_bound, heap_region, heap_size,
-        )  # fmt: skip
-        region += 1
-    ends = 0
+            regions.legal[region, a] = split.rest[i, a]
+        _push_region(region, episodes[i], False, params, nodes, regions, progress, queues)
+    n_ends = 0
     for i in range(k):
-        child = node_start + i
-        if node_terminal[child]:
-            ends += 1
+        child = start + i
+        if nodes.terminal[child]:
+            n_ends += 1
             continue
-        region_node[region], region_g[region] = child, g[i]
+        region = regions.count[0]
+        regions.count[0] = region + 1
+        regions.node[region], regions.G[region] = child, popped.g[i]
         for a in range(n_actions):
-            region_legal[region, a] = masks[i, a]
-        _push_region(
-            region, episodes[i], depth_first, g[i], node_ret[child], node_rest_bound[child], epsilon, priority, alpha,
-            prune, phase, d_best, pruned, follow_bound, follow_region, heap_key, heap_bound, heap_region, heap_size,
-        )  # fmt: skip
-        region += 1
-    return region - region_start, ends, -1
+            regions.legal[region, a] = reached.masks[i, a]
+        _push_region(region, episodes[i], params.depth_first, params, nodes, regions, progress, queues)
+    return n_ends, -1

@@ -16,152 +16,23 @@ from __future__ import annotations
 import contextlib
 import gc
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
 
 import numpy as np
 
 from sb3_dirpg.search import kernels
+from sb3_dirpg.search.config import PRIORITIES, SearchConfig
 from sb3_dirpg.search.protocols import BatchSimulator, PolicyFunction, Transitions
-from sb3_dirpg.search.state import DIR, DONE, NOISE_BLOCK, OPT, Popped, SearchState
+from sb3_dirpg.search.results import CompletedTrajectory, EpisodeSearch, SearchResult
+from sb3_dirpg.search.state import DIR, DONE, OPT, Popped, Reached, SearchState, Split
 from sb3_dirpg.search.tree import SearchTree
 
-PRIORITIES = ("gumbel", "astar")
+# SearchConfig, PRIORITIES and the result types live in config.py and results.py; they stay importable from here
+__all__ = [
+    "PRIORITIES", "CompletedTrajectory", "EpisodeSearch", "SearchConfig", "SearchResult", "TopDownSearch", "cyclic_gc_paused",
+    "gumbel_top_k",
+]  # fmt: skip
+
 BOUND_TOLERANCE = 1e-6  # relative (to max(1, |return-to-go|)) slack before a bound counts as violated
-
-
-@dataclass(frozen=True)
-class SearchConfig:
-    """Settings of one DirPG search.
-
-    :param epsilon: the ε of the direct objective ``D = G + ε·R`` (non-zero; negative is risk averse)
-    :param budget: environment interactions allowed for the ``a_dir`` search, after the ``T`` spent on ``a_opt``
-    :param priority: ``"gumbel"`` (priority ``G``) or ``"astar"`` (priority ``G + ε·(L + α·U)``)
-    :param alpha: weight of the heuristic bound in the ``"astar"`` priority, in [0, 1]
-    :param prune: drop regions whose bound on ``D`` cannot beat the best ``D`` found so far
-    :param early_stop: stop at the first trajectory with ``D > D(a_opt)``
-    :param gamma: discount of the return
-    :param horizon: maximum trajectory length (a trajectory is cut there), or None to rely on the simulator
-    :param max_trajectories: stop a search after this many complete trajectories (Gumbel top-K), or None
-    :param record_trajectories: keep every complete trajectory (leaf, G, return, D) in the result
-    :param depth_first: once a region is popped, follow its sampled child chain to the end of a trajectory before
-        popping another region (the authors' depth-first option): every pop from the queue completes a trajectory.
-        It changes nothing before ``a_opt`` is found (the child of the best region is the best region).
-    :param stop_on_success: end an episode's search as soon as a trajectory ends in success (the simulator's
-        ``success`` flag, SB3's ``info["is_success"]``; the authors' "break on goal"). When ``a_opt`` succeeds the
-        search ends at once and the episode adds nothing to the update; the budget left is neither spent nor counted.
-    """
-
-    epsilon: float = 1.0
-    budget: int = 100
-    priority: str = "gumbel"
-    alpha: float = 0.0
-    prune: bool = True
-    early_stop: bool = True
-    gamma: float = 1.0
-    horizon: int | None = None
-    max_trajectories: int | None = None
-    record_trajectories: bool = False
-    depth_first: bool = False
-    stop_on_success: bool = False
-
-    def __post_init__(self) -> None:
-        if not np.isfinite(self.epsilon) or self.epsilon == 0:
-            raise ValueError(f"epsilon must be a finite non-zero number (negative is risk averse), got {self.epsilon!r}")
-        if int(self.budget) != self.budget or self.budget < 0:
-            raise ValueError(f"search budget must be a non-negative integer number of interactions, got {self.budget!r}")
-        if self.priority not in PRIORITIES:
-            raise ValueError(f"priority must be one of {PRIORITIES}, got {self.priority!r}")
-        if not 0.0 <= self.alpha <= 1.0:
-            raise ValueError(f"alpha must lie in [0, 1] (1 is A*, 0 ignores the heuristic), got {self.alpha!r}")
-        if not 0.0 < self.gamma <= 1.0:
-            raise ValueError(f"gamma must lie in (0, 1], got {self.gamma!r}")
-        if self.horizon is not None and self.horizon < 1:
-            raise ValueError(f"horizon must be a positive number of steps or None, got {self.horizon!r}")
-        if self.max_trajectories is not None and self.max_trajectories < 1:
-            raise ValueError(f"max_trajectories must be positive or None, got {self.max_trajectories!r}")
-
-
-@dataclass
-class CompletedTrajectory:
-    """A trajectory yielded by the search.
-
-    :param leaf: id of its last node in the tree
-    :param g: its Gumbel ``G(a) = log P(a) + Γ(a)``
-    :param ret: its discounted return
-    :param d: its direct objective ``G + ε·R``
-    """
-
-    leaf: int
-    g: float
-    ret: float
-    d: float
-
-
-@dataclass
-class EpisodeSearch:
-    """Outcome of the search of one episode.
-
-    :param seed: the episode's seed
-    :param opt_leaf: last node of ``a_opt`` (a sample of the policy)
-    :param dir_leaf: last node of ``a_dir`` (``opt_leaf`` when nothing improved)
-    :param g_opt: ``G(a_opt)``, distributed as ``Gumbel(0)``
-    :param return_opt: return of ``a_opt``
-    :param reward_sum_opt: undiscounted sum of the rewards of ``a_opt`` (what SB3 reports as the episode reward)
-    :param return_dir: return of ``a_dir``
-    :param d_opt: ``D(a_opt) = G(a_opt) + ε·R(a_opt)``
-    :param d_dir: ``D(a_dir)``
-    :param success_opt: whether ``a_opt`` ended in success (False when the simulator does not report success)
-    :param success_dir: whether ``a_dir`` ended in success
-    :param length_opt: number of actions of ``a_opt``
-    :param interactions: environment interactions spent, ``a_opt`` included
-    :param interactions_to_improvement: search interactions (after ``a_opt``) until the first improvement, or None
-    :param trajectories: number of complete trajectories found, ``a_opt`` included
-    :param pruned: number of regions pruned
-    :param recorded: every complete trajectory, in the order found (when ``record_trajectories``)
-    :param bound_gap: the largest violation of the heuristic's bound seen on the nodes of the complete trajectories
-        (realised return-to-go minus ``upper`` for ε > 0, ``lower`` minus it for ε < 0, discounted from the node);
-        0 when every bound held or there is no heuristic
-    :param bound_gap_depth: the depth of the node with that violation, or -1
-    """
-
-    seed: int
-    opt_leaf: int = -1
-    dir_leaf: int = -1
-    g_opt: float = float("nan")
-    return_opt: float = float("nan")
-    reward_sum_opt: float = float("nan")
-    return_dir: float = float("nan")
-    d_opt: float = float("nan")
-    d_dir: float = float("nan")
-    success_opt: bool = False
-    success_dir: bool = False
-    length_opt: int = 0
-    interactions: int = 0
-    interactions_to_improvement: int | None = None
-    trajectories: int = 0
-    pruned: int = 0
-    recorded: list[CompletedTrajectory] = field(default_factory=list)
-    bound_gap: float = 0.0
-    bound_gap_depth: int = -1
-
-    @property
-    def improved(self) -> bool:
-        """:return: whether ``a_dir`` differs from ``a_opt``"""
-        return self.dir_leaf != self.opt_leaf
-
-
-@dataclass
-class SearchResult:
-    """The tree and per-episode outcomes of a batch of searches (``stopped``: interrupted by ``on_iteration``)."""
-
-    tree: SearchTree
-    episodes: list[EpisodeSearch]
-    stopped: bool = False
-
-    def actions(self, leaf: int) -> list[int]:
-        """:param leaf: a node id
-        :return: the actions leading to it"""
-        return self.tree.actions(leaf)
 
 
 @contextlib.contextmanager
@@ -171,7 +42,7 @@ def cyclic_gc_paused() -> Iterator[None]:
     A search allocates many small acyclic objects (snapshots, observations) that reference counting frees, and full
     collections over a large tree cost more than the search itself. The first collection after the pause walks every
     object that is still alive, so a caller that keeps only part of the result should free the tree inside its own
-    pause (:meth:`~sb3_dirpg.common.worker_pool.SearchShare.from_search` does).
+    pause (:meth:`~sb3_dirpg.dirpg.update.SearchShare.from_search` does).
     """
     was_enabled = gc.isenabled()
     gc.disable()
@@ -217,17 +88,10 @@ class TopDownSearch:
         self.policy_fn = policy_fn
         self.config = config
         self.n_actions = int(simulator.n_actions)
-        self._priority = kernels.ASTAR if config.priority == "astar" else kernels.GUMBEL
-        self._horizon = -1 if config.horizon is None else int(config.horizon)
+        self._params = config.params()
         self._no_logits = np.empty((0, self.n_actions))
 
     # -- queues ----------------------------------------------------------------------------------------------
-
-    def _rest_bound(self, tree: SearchTree) -> np.ndarray:
-        """:param tree: the search tree
-        :return: the nodes' bound on the return-to-go that pruning and the A* priority use (``upper`` for ε > 0, else
-            ``lower``), shape (nodes,)"""
-        return tree.nodes.upper if self.config.epsilon > 0 else tree.nodes.lower
 
     def _push(self, state: SearchState, regions: np.ndarray, episodes: np.ndarray) -> None:
         """Queue regions onto their episodes' heaps, pruning those that cannot beat the best ``D`` so far.
@@ -236,12 +100,11 @@ class TopDownSearch:
         :param regions: region ids, shape (m,)
         :param episodes: the episode of each region, shape (m,)
         """
-        cfg, tree, q = self.config, state.tree, state.queues
-        q.reserve(int(np.bincount(episodes).max(initial=0)))
+        state.reserve_queues(int(np.bincount(episodes).max(initial=0)))
+        tree = state.tree
         kernels.push_regions(
-            regions, episodes, tree.regions.node, tree.regions.G, tree.nodes.ret, self._rest_bound(tree), cfg.epsilon,
-            self._priority, cfg.alpha, cfg.prune, state.phase, state.d_best, state.pruned, q.follow_bound,
-            q.follow_region, q.key, q.bound, q.region, q.size,
+            regions, episodes, params=self._params, nodes=tree.nodes, regions=tree.regions, progress=state.progress,
+            queues=state.queues,
         )  # fmt: skip
 
     def _reprioritise(self, state: SearchState, e: int) -> None:
@@ -250,12 +113,10 @@ class TopDownSearch:
         :param state: the search state
         :param e: the episode
         """
-        cfg, tree, q = self.config, state.tree, state.queues
+        tree = state.tree
         kernels.requeue(
-            e, tree.regions.node, tree.regions.G, tree.nodes.ret, self._rest_bound(tree), cfg.epsilon, self._priority,
-            cfg.alpha, cfg.prune, state.phase, state.d_best, state.pruned, q.follow_bound, q.follow_region, q.key,
-            q.bound, q.region, q.size,
-        )  # fmt: skip
+            e, params=self._params, nodes=tree.nodes, regions=tree.regions, progress=state.progress, queues=state.queues
+        )
 
     # -- the search ------------------------------------------------------------------------------------------
 
@@ -303,11 +164,7 @@ class TopDownSearch:
         episodes = np.arange(n_eps)
         _check_masks(np.asarray(root.masks, dtype=bool), np.zeros(n_eps, bool), episodes, "at the root")
         lower, upper = self._root_bounds(root)
-        root_ids = tree.add_nodes(
-            episode=episodes, parent=np.full(n_eps, -1), action=np.full(n_eps, -1), depth=np.zeros(n_eps, np.int64),
-            log_p=np.zeros(n_eps), reward=np.zeros(n_eps), ret=np.zeros(n_eps), terminal=np.zeros(n_eps, bool),
-            legal=root.masks, lower=lower, upper=upper, obs=root.obs, snapshots=root.snapshots,
-        )  # fmt: skip
+        root_ids = tree.add_roots(root.masks, lower, upper, root.obs, root.snapshots)
         rngs = rng.spawn(n_eps) if isinstance(rng, np.random.Generator) else list(rng)
         if len(rngs) != n_eps:
             raise ValueError(f"need one random generator per episode: {len(rngs)} for {n_eps} seeds")
@@ -325,13 +182,10 @@ class TopDownSearch:
         :param state: the search state
         :return: the popped regions
         """
-        cfg, tree, q = self.config, state.tree, state.queues
-        return Popped(
-            *kernels.pop_regions(
-                cfg.budget, cfg.prune, state.phase, state.d_best, state.pruned, state.search_interactions, q.follow_bound,
-                q.follow_region, q.key, q.bound, q.region, q.size, tree.regions.node, tree.regions.G, tree.nodes.evaluated,
-                state.noise.used, NOISE_BLOCK,
-            )
+        tree = state.tree
+        return kernels.pop_regions(
+            params=self._params, nodes=tree.nodes, regions=tree.regions, progress=state.progress, queues=state.queues,
+            noise=state.noise,
         )  # fmt: skip
 
     def _finish(self, state: SearchState, stopped: bool) -> SearchResult:
@@ -341,8 +195,9 @@ class TopDownSearch:
         :param stopped: whether ``on_iteration`` interrupted the batch
         :return: the search result
         """
+        progress = state.progress
         for ep, length_opt, searched, pruned in zip(
-            state.outcomes, state.length_opt.tolist(), state.search_interactions.tolist(), state.pruned.tolist()
+            state.outcomes, progress.length_opt.tolist(), progress.search_interactions.tolist(), progress.pruned.tolist()
         ):
             ep.length_opt, ep.interactions, ep.pruned = length_opt, length_opt + searched, pruned
         return SearchResult(tree=state.tree, episodes=state.outcomes, stopped=stopped)
@@ -359,13 +214,10 @@ class TopDownSearch:
         tree, noise = state.tree, state.noise
         if popped.refill.size:
             noise.refill(popped.refill, state.rngs)
-        actions, rest, g_rest = kernels.split_regions(
-            popped.todo, self._evaluate(tree, popped.todo), tree.nodes.legal, tree.nodes.log_pi, tree.nodes.evaluated,
-            tree.nodes.log_p, tree.regions.node, tree.regions.legal, tree.regions.G, popped.episodes, popped.regions,
-            noise.uniform, noise.exponential, noise.used,
-        )  # fmt: skip
-        trans = self.simulator.step([tree.snapshots[i] for i in popped.nodes.tolist()], actions, popped.episodes)
-        children, n_ends = self._add_children(state, popped, actions, rest, g_rest, trans)
+        logits = self._evaluate(tree, popped.todo)
+        split = kernels.split_regions(popped=popped, logits=logits, nodes=tree.nodes, regions=tree.regions, noise=noise)
+        trans = self.simulator.step([tree.snapshots[i] for i in popped.nodes.tolist()], split.actions, popped.episodes)
+        children, n_ends = self._add_children(state, popped, split, trans)
         if n_ends:
             ends = tree.nodes.terminal[children]
             leaves = np.arange(children.start, children.stop)[ends]
@@ -383,47 +235,32 @@ class TopDownSearch:
         logits = self.policy_fn([tree.obs[i] for i in todo.tolist()], tree.nodes.legal[todo])
         return np.ascontiguousarray(logits, dtype=np.float64)
 
-    def _add_children(
-        self, state: SearchState, popped: Popped, actions: np.ndarray, rest: np.ndarray, g_rest: np.ndarray, trans: Transitions
-    ) -> tuple[slice, int]:
+    def _add_children(self, state: SearchState, popped: Popped, split: Split, trans: Transitions) -> tuple[slice, int]:
         """Add the states the simulator reached as children of the popped nodes, count the interactions, and queue the
         non-empty rests and the children's regions (depth-first: each child's region as its episode's next region).
 
         :param state: the search state
         :param popped: the popped regions
-        :param actions: the actions taken, shape (k,)
-        :param rest: the rests' legal actions, bool, shape (k, n_actions)
-        :param g_rest: the rests' Gumbels, shape (k,)
+        :param split: the actions taken and the rests
         :param trans: the states reached
         :return: the children's node ids, as a slice, and the number of them that end their trajectory
         """
-        cfg, tree, q = self.config, state.tree, state.queues
-        k = len(popped.episodes)
-        tree.regions.reserve(2 * k)
-        q.reserve(2)
-        rows = tree.nodes.allocate(k)
-        nodes, regions = tree.nodes, tree.regions
-        added, n_ends, empty = kernels.add_children(
-            popped.episodes, popped.nodes, actions, popped.g, rest, g_rest, np.asarray(trans.rewards, dtype=np.float64),
-            np.asarray(trans.terminal, dtype=bool), np.asarray(trans.masks, dtype=bool),
-            np.full(k, -np.inf) if trans.lower is None else np.asarray(trans.lower, dtype=np.float64),
-            np.full(k, np.inf) if trans.upper is None else np.asarray(trans.upper, dtype=np.float64),
-            np.zeros(k, bool) if trans.success is None else np.asarray(trans.success, dtype=bool),
-            cfg.gamma, self._horizon, cfg.epsilon, self._priority, cfg.alpha, cfg.prune, cfg.depth_first, rows.start,
-            nodes.episode, nodes.parent, nodes.action, nodes.depth, nodes.log_p, nodes.reward, nodes.ret, nodes.lower,
-            nodes.upper, nodes.terminal, nodes.success, nodes.legal, nodes.log_pi, regions.size, regions.node,
-            regions.legal, regions.G, state.phase, state.d_best, state.pruned, state.search_interactions,
-            state.length_opt, q.follow_bound, q.follow_region, q.key, q.bound, q.region, q.size,
+        tree, k = state.tree, len(popped.episodes)
+        tree.reserve(nodes=k, regions=2 * k)
+        state.reserve_queues(2)
+        start = tree.nodes.size
+        n_ends, empty = kernels.add_children(
+            popped=popped, split=split, reached=Reached.of(trans), params=self._params, nodes=tree.nodes,
+            regions=tree.regions, progress=state.progress, queues=state.queues,
         )  # fmt: skip
         if empty >= 0:
             raise ValueError(
                 f"all-false action mask after a step (episode {int(popped.episodes[empty])}): every non-terminal state "
                 "needs at least one legal action; check the env's action_masks()"
             )
-        regions.size += added
         tree.obs.extend(trans.obs)
         tree.snapshots.extend(trans.snapshots)
-        return rows, n_ends
+        return slice(start, start + k), n_ends
 
     @staticmethod
     def _root_bounds(root: Transitions) -> tuple[np.ndarray, np.ndarray]:
@@ -469,14 +306,14 @@ class TopDownSearch:
             self._record_bound_violation(state.tree, ep, trajectory.leaf)
         if cfg.record_trajectories:
             ep.recorded.append(trajectory)
-        phase = state.phase[e]
+        phase = state.progress.phase[e]
         if phase == OPT:
             self._set_opt(state, e, trajectory, success)
-        elif phase == DIR and trajectory.d > state.d_best[e]:
+        elif phase == DIR and trajectory.d > state.progress.d_best[e]:
             self._improve_dir(state, e, trajectory, success)
         enough = cfg.max_trajectories is not None and ep.trajectories >= cfg.max_trajectories
         if enough or (cfg.stop_on_success and success):
-            state.phase[e] = DONE
+            state.progress.phase[e] = DONE
 
     def _set_opt(self, state: SearchState, e: int, trajectory: CompletedTrajectory, success: bool) -> None:
         """Take episode ``e``'s first trajectory as ``a_opt`` (and as ``a_dir`` until a better one) and start the
@@ -494,8 +331,8 @@ class TopDownSearch:
         ep.reward_sum_opt = state.tree.undiscounted_return(leaf)
         ep.g_opt, ep.return_opt, ep.return_dir, ep.d_opt, ep.d_dir = g, ret, ret, d, d
         ep.success_opt = ep.success_dir = success
-        state.d_best[e] = d
-        state.phase[e] = DIR
+        state.progress.d_best[e] = d
+        state.progress.phase[e] = DIR
         if cfg.priority != "gumbel" and not (cfg.stop_on_success and success):
             self._reprioritise(state, e)
 
@@ -510,11 +347,11 @@ class TopDownSearch:
         cfg = self.config
         ep = state.outcomes[e]
         if ep.interactions_to_improvement is None:
-            ep.interactions_to_improvement = int(state.search_interactions[e])
+            ep.interactions_to_improvement = int(state.progress.search_interactions[e])
         ep.dir_leaf, ep.return_dir, ep.d_dir, ep.success_dir = trajectory.leaf, trajectory.ret, trajectory.d, success
-        state.d_best[e] = trajectory.d
+        state.progress.d_best[e] = trajectory.d
         if cfg.early_stop and cfg.max_trajectories is None:
-            state.phase[e] = DONE
+            state.progress.phase[e] = DONE
 
     def _record_bound_violation(self, tree: SearchTree, ep: EpisodeSearch, leaf: int) -> None:
         """Runtime admissibility check: compare the bound of every node on a complete trajectory with the return-to-go

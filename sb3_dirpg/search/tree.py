@@ -1,114 +1,179 @@
-"""Array storage for the prefix nodes and regions of a batch of searches."""
+"""Array storage for the prefix nodes and regions of a batch of searches: :class:`Nodes` and :class:`Regions` declare
+the columns (records that the compiled kernels take as they are), :class:`SearchTree` holds them and grows them."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple, TypeVar
 
 import numpy as np
 
+_Columns = TypeVar("_Columns", "Nodes", "Regions")
 
-class _Columns:
-    """Named numpy columns that grow together (amortised doubling)."""
 
-    def __init__(self, specs: dict[str, tuple[np.dtype, tuple[int, ...], Any]], capacity: int) -> None:
-        self._specs = specs
-        self.size = 0
-        self._capacity = max(int(capacity), 16)
-        for name, (dtype, shape, fill) in specs.items():
-            setattr(self, name, np.full((self._capacity, *shape), fill, dtype=dtype))
+class Nodes(NamedTuple):
+    """The prefix nodes of a batch of searches, one row per node: a root per episode, then one per interaction.
 
-    def reserve(self, n: int) -> None:
-        """Make room for ``n`` more rows (doubling the capacity when needed), without adding them.
+    Each column has ``N`` rows, the capacity; the first ``count[0]`` are in use. ``A`` is the number of actions.
+    Returns and bounds are discounted to the root.
 
-        :param n: number of rows
-        """
-        end = self.size + n
-        if end > self._capacity:
-            new_capacity = max(end, 2 * self._capacity)
-            for name, (dtype, shape, fill) in self._specs.items():
-                grown = np.full((new_capacity, *shape), fill, dtype=dtype)
-                grown[: self.size] = getattr(self, name)[: self.size]
-                setattr(self, name, grown)
-            self._capacity = new_capacity
+    :param count: the number of nodes, int64, shape (1,)
+    :param episode: the node's episode, int64, shape (N,)
+    :param parent: its parent, or -1 at a root, int64, shape (N,)
+    :param action: the action that led to it, or -1 at a root, int64, shape (N,)
+    :param depth: its depth, int64, shape (N,)
+    :param log_p: the log-probability of its prefix, float64, shape (N,)
+    :param reward: the reward of the step that reached it, float64, shape (N,)
+    :param ret: the discounted return of its prefix, float64, shape (N,)
+    :param lower: a lower bound on its return-to-go (``-inf`` when unknown, 0 at a terminal node), float64, shape (N,)
+    :param upper: an upper bound on its return-to-go (``inf`` when unknown, 0 at a terminal node), float64, shape (N,)
+    :param terminal: whether it ends its trajectory, bool, shape (N,)
+    :param success: whether the step that reached it ended the episode in success, bool, shape (N,)
+    :param legal: its legal actions, bool, shape (N, A)
+    :param log_pi: the policy's log-probabilities there (``-inf`` on illegal actions; NaN before it is evaluated),
+        float64, shape (N, A)
+    :param evaluated: whether the policy has been evaluated there, bool, shape (N,)
+    """
 
-    def allocate(self, n: int) -> slice:
-        """Add ``n`` new rows.
+    count: np.ndarray
+    episode: np.ndarray
+    parent: np.ndarray
+    action: np.ndarray
+    depth: np.ndarray
+    log_p: np.ndarray
+    reward: np.ndarray
+    ret: np.ndarray
+    lower: np.ndarray
+    upper: np.ndarray
+    terminal: np.ndarray
+    success: np.ndarray
+    legal: np.ndarray
+    log_pi: np.ndarray
+    evaluated: np.ndarray
 
-        :param n: number of rows
-        :return: their rows, as a slice (writing through a slice is cheaper than through an index array)
-        """
-        self.reserve(n)
-        start = self.size
-        self.size += n
-        return slice(start, self.size)
+    @classmethod
+    def empty(cls, capacity: int, n_actions: int) -> Nodes:
+        """:param capacity: the number of rows
+        :param n_actions: the number of actions
+        :return: no nodes, room for ``capacity``"""
+        return cls(
+            count=np.zeros(1, np.int64), episode=np.full(capacity, -1, np.int64), parent=np.full(capacity, -1, np.int64),
+            action=np.full(capacity, -1, np.int64), depth=np.zeros(capacity, np.int64), log_p=np.zeros(capacity),
+            reward=np.zeros(capacity), ret=np.zeros(capacity), lower=np.full(capacity, -np.inf),
+            upper=np.full(capacity, np.inf), terminal=np.zeros(capacity, bool), success=np.zeros(capacity, bool),
+            legal=np.zeros((capacity, n_actions), bool), log_pi=np.full((capacity, n_actions), np.nan),
+            evaluated=np.zeros(capacity, bool),
+        )  # fmt: skip
+
+    @property
+    def size(self) -> int:
+        """:return: the number of nodes"""
+        return int(self.count[0])
+
+
+class Regions(NamedTuple):
+    """The regions of a batch of searches: a node plus a set of legal next actions and its Gumbel ``G``.
+
+    Each column has ``N`` rows, the capacity; the first ``count[0]`` are in use. ``A`` is the number of actions.
+
+    :param count: the number of regions, int64, shape (1,)
+    :param node: the region's node, int64, shape (N,)
+    :param legal: its actions, bool, shape (N, A)
+    :param G: its Gumbel, the largest ``G`` of the trajectories it holds, float64, shape (N,)
+    """
+
+    count: np.ndarray
+    node: np.ndarray
+    legal: np.ndarray
+    G: np.ndarray
+
+    @classmethod
+    def empty(cls, capacity: int, n_actions: int) -> Regions:
+        """:param capacity: the number of rows
+        :param n_actions: the number of actions
+        :return: no regions, room for ``capacity``"""
+        return cls(
+            count=np.zeros(1, np.int64), node=np.full(capacity, -1, np.int64), legal=np.zeros((capacity, n_actions), bool),
+            G=np.full(capacity, -np.inf),
+        )  # fmt: skip
+
+    @property
+    def size(self) -> int:
+        """:return: the number of regions"""
+        return int(self.count[0])
+
+
+def _reserve(columns: _Columns, n: int) -> _Columns:
+    """:param columns: nodes or regions
+    :param n: rows to make room for
+    :return: ``columns`` when they have room for ``n`` more rows, else a copy with twice the capacity (or more)"""
+    size, capacity = int(columns.count[0]), columns.legal.shape[0]
+    if size + n <= capacity:
+        return columns
+    grown = columns.empty(max(size + n, 2 * capacity), columns.legal.shape[1])
+    grown.count[0] = size
+    for old, new in zip(columns[1:], grown[1:]):
+        new[:size] = old[:size]
+    return grown
+
+
+def _allocate(columns: _Columns, n: int) -> slice:
+    """Add ``n`` rows to columns that have room for them.
+
+    :param columns: nodes or regions
+    :param n: number of rows
+    :return: the new rows, as a slice (writing through a slice is cheaper than through an index array)
+    """
+    start = int(columns.count[0])
+    columns.count[0] = start + n
+    return slice(start, start + n)
 
 
 class SearchTree:
     """Prefix nodes (one per environment interaction, plus roots) and regions of a batch of searches.
 
-    A node stores what a step produced: its parent, the action that led to it, the log-probability and
-    discounted return of its prefix, its legal actions, bounds on the return-to-go (already discounted to the
-    root), and, once the policy has been evaluated there, the log-probabilities of its actions.
-    Observations and simulator snapshots are kept once per node in Python lists.
-    A region is a node plus a set of legal next actions and its Gumbel ``G``.
+    A node stores what a step produced (see :class:`Nodes`); observations and simulator snapshots are kept once per
+    node in Python lists. A region is a node plus a set of legal next actions and its Gumbel ``G`` (see
+    :class:`Regions`). Both grow by amortised doubling: :meth:`reserve` replaces ``nodes`` and ``regions`` by larger
+    copies, so read them again after it.
+
+    :param n_actions: the number of actions
+    :param capacity: the initial number of rows of each
     """
 
     def __init__(self, n_actions: int, capacity: int = 1024) -> None:
         self.n_actions = n_actions
-        self.nodes = _Columns(
-            {
-                "episode": (np.int64, (), -1),
-                "parent": (np.int64, (), -1),
-                "action": (np.int64, (), -1),
-                "depth": (np.int64, (), 0),
-                "log_p": (np.float64, (), 0.0),
-                "reward": (np.float64, (), 0.0),
-                "ret": (np.float64, (), 0.0),
-                "lower": (np.float64, (), -np.inf),
-                "upper": (np.float64, (), np.inf),
-                "terminal": (np.bool_, (), False),
-                "success": (np.bool_, (), False),
-                "legal": (np.bool_, (n_actions,), False),
-                "log_pi": (np.float64, (n_actions,), np.nan),
-                "evaluated": (np.bool_, (), False),
-            },
-            capacity,
-        )
-        self.regions = _Columns(
-            {"node": (np.int64, (), -1), "legal": (np.bool_, (n_actions,), False), "G": (np.float64, (), -np.inf)},
-            capacity,
-        )
+        capacity = max(int(capacity), 16)
+        self.nodes = Nodes.empty(capacity, n_actions)
+        self.regions = Regions.empty(capacity, n_actions)
         self.obs: list[Any] = []
         self.snapshots: list[Any] = []
 
-    def add_nodes(
-        self,
-        episode: np.ndarray,
-        parent: np.ndarray,
-        action: np.ndarray,
-        depth: np.ndarray,
-        log_p: np.ndarray,
-        reward: np.ndarray,
-        ret: np.ndarray,
-        terminal: np.ndarray,
-        legal: np.ndarray,
-        lower: np.ndarray,
-        upper: np.ndarray,
-        obs: list[Any],
-        snapshots: list[Any],
-        success: np.ndarray | None = None,
-    ) -> np.ndarray:
-        """Append a batch of nodes.
+    def reserve(self, nodes: int = 0, regions: int = 0) -> None:
+        """Make room for more nodes and regions (doubling the capacity when needed), without adding them.
 
+        :param nodes: number of nodes
+        :param regions: number of regions
+        """
+        self.nodes = _reserve(self.nodes, nodes)
+        self.regions = _reserve(self.regions, regions)
+
+    def add_roots(
+        self, legal: np.ndarray, lower: np.ndarray, upper: np.ndarray, obs: list[Any], snapshots: list[Any]
+    ) -> np.ndarray:
+        """Append one root per episode, in episode order, before any other node.
+
+        :param legal: the roots' legal actions, bool, shape (n, A)
+        :param lower: the lower bounds on their return-to-go, shape (n,)
+        :param upper: the upper bounds on it, shape (n,)
+        :param obs: their observations
+        :param snapshots: their simulator snapshots
         :return: their ids
         """
-        rows = self.nodes.allocate(len(episode))
-        n = self.nodes
-        if success is not None:
-            n.success[rows] = success
-        n.episode[rows], n.parent[rows], n.action[rows], n.depth[rows] = episode, parent, action, depth
-        n.log_p[rows], n.reward[rows], n.ret[rows], n.terminal[rows], n.legal[rows] = log_p, reward, ret, terminal, legal
-        n.lower[rows], n.upper[rows] = lower, upper
+        n = len(legal)
+        self.reserve(nodes=n)
+        rows, nodes = _allocate(self.nodes, n), self.nodes
+        nodes.episode[rows], nodes.depth[rows], nodes.legal[rows] = np.arange(n), 0, legal
+        nodes.lower[rows], nodes.upper[rows] = lower, upper
         self.obs.extend(obs)
         self.snapshots.extend(snapshots)
         return np.arange(rows.start, rows.stop)
@@ -116,10 +181,14 @@ class SearchTree:
     def add_regions(self, node: np.ndarray, legal: np.ndarray, g: np.ndarray) -> np.ndarray:
         """Append a batch of regions.
 
+        :param node: their nodes, shape (m,)
+        :param legal: their actions, bool, shape (m, A)
+        :param g: their Gumbels, shape (m,)
         :return: their ids
         """
-        rows = self.regions.allocate(len(node))
-        self.regions.node[rows], self.regions.legal[rows], self.regions.G[rows] = node, legal, g
+        self.reserve(regions=len(node))
+        rows, regions = _allocate(self.regions, len(node)), self.regions
+        regions.node[rows], regions.legal[rows], regions.G[rows] = node, legal, g
         return np.arange(rows.start, rows.stop)
 
     def path(self, leaf: int) -> list[int]:

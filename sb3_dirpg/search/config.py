@@ -1,0 +1,95 @@
+"""The settings of a search: :class:`SearchConfig`, the one place that checks them, and :class:`Params`, their form
+for the compiled kernels."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import numpy as np
+
+PRIORITIES = ("gumbel", "astar")
+GUMBEL, ASTAR = 0, 1  # the a_dir priority, as the kernels see it
+
+
+@dataclass(frozen=True)
+class SearchConfig:
+    """Settings of one DirPG search.
+
+    :param epsilon: the ε of the direct objective ``D = G + ε·R`` (non-zero; negative is risk averse)
+    :param budget: environment interactions allowed for the ``a_dir`` search, after the ``T`` spent on ``a_opt``
+    :param priority: ``"gumbel"`` (priority ``G``) or ``"astar"`` (priority ``G + ε·(L + α·U)``)
+    :param alpha: weight of the heuristic bound in the ``"astar"`` priority, in [0, 1]
+    :param prune: drop regions whose bound on ``D`` cannot beat the best ``D`` found so far
+    :param early_stop: stop at the first trajectory with ``D > D(a_opt)``
+    :param gamma: discount of the return
+    :param horizon: maximum trajectory length (a trajectory is cut there), or None to rely on the simulator
+    :param max_trajectories: stop a search after this many complete trajectories (Gumbel top-K), or None
+    :param record_trajectories: keep every complete trajectory (leaf, G, return, D) in the result
+    :param depth_first: once a region is popped, follow its sampled child chain to the end of a trajectory before
+        popping another region (the authors' depth-first option): every pop from the queue completes a trajectory.
+        It changes nothing before ``a_opt`` is found (the child of the best region is the best region).
+    :param stop_on_success: end an episode's search as soon as a trajectory ends in success (the simulator's
+        ``success`` flag, SB3's ``info["is_success"]``; the authors' "break on goal"). When ``a_opt`` succeeds the
+        search ends at once and the episode adds nothing to the update; the budget left is neither spent nor counted.
+    """
+
+    epsilon: float = 1.0
+    budget: int = 100
+    priority: str = "gumbel"
+    alpha: float = 0.0
+    prune: bool = True
+    early_stop: bool = True
+    gamma: float = 1.0
+    horizon: int | None = None
+    max_trajectories: int | None = None
+    record_trajectories: bool = False
+    depth_first: bool = False
+    stop_on_success: bool = False
+
+    def __post_init__(self) -> None:
+        if not np.isfinite(self.epsilon) or self.epsilon == 0:
+            raise ValueError(f"epsilon must be a finite non-zero number (negative is risk averse), got {self.epsilon!r}")
+        if int(self.budget) != self.budget or self.budget < 0:
+            raise ValueError(f"search budget must be a non-negative integer number of interactions, got {self.budget!r}")
+        if self.priority not in PRIORITIES:
+            raise ValueError(f"priority must be one of {PRIORITIES}, got {self.priority!r}")
+        if not 0.0 <= self.alpha <= 1.0:
+            raise ValueError(f"alpha must lie in [0, 1] (1 is A*, 0 ignores the heuristic), got {self.alpha!r}")
+        if not 0.0 < self.gamma <= 1.0:
+            raise ValueError(f"gamma must lie in (0, 1], got {self.gamma!r}")
+        if self.horizon is not None and self.horizon < 1:
+            raise ValueError(f"horizon must be a positive number of steps or None, got {self.horizon!r}")
+        if self.max_trajectories is not None and self.max_trajectories < 1:
+            raise ValueError(f"max_trajectories must be positive or None, got {self.max_trajectories!r}")
+
+    def params(self) -> Params:
+        """:return: the settings that the kernels use, with fixed types (one compiled version of each kernel)"""
+        return Params(
+            epsilon=float(self.epsilon), priority=ASTAR if self.priority == "astar" else GUMBEL, alpha=float(self.alpha),
+            prune=bool(self.prune), gamma=float(self.gamma), horizon=-1 if self.horizon is None else int(self.horizon),
+            depth_first=bool(self.depth_first), budget=int(self.budget),
+        )  # fmt: skip
+
+
+class Params(NamedTuple):
+    """The settings of :class:`SearchConfig` that the compiled kernels use.
+
+    :param epsilon: the ε of ``D = G + ε·R``, float
+    :param priority: the ``a_dir`` priority, :data:`GUMBEL` or :data:`ASTAR`, int
+    :param alpha: the weight of the bound in the A* priority, float
+    :param prune: whether to prune against the best ``D``, bool
+    :param gamma: the discount, float
+    :param horizon: the maximum trajectory length, or -1 for none, int
+    :param depth_first: whether a popped region's child is followed next, bool
+    :param budget: the interactions allowed to the ``a_dir`` search, int
+    """
+
+    epsilon: float
+    priority: int
+    alpha: float
+    prune: bool
+    gamma: float
+    horizon: int
+    depth_first: bool
+    budget: int
