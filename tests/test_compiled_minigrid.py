@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import gymnasium as gym
+import minigrid
 import numpy as np
 import pytest
 import torch as th
@@ -205,6 +207,25 @@ def test_auto_uses_the_compiled_simulator_where_it_fits_and_compiled_says_why_no
         make_vec_simulator(multiroom, lambda env: (0.0, 1.0), "compiled")
     with pytest.raises(ValueError, match="simulator_backend must be one of"):
         _minigrid_model("numba")
+
+
+def test_an_untested_minigrid_is_refused_by_compiled_and_stepped_on_the_env_by_auto(monkeypatch: Any) -> None:
+    """On a MiniGrid release series the compiled rules were not tested on, ``compiled`` raises naming the installed and
+    the tested versions, and ``auto`` warns and steps the env; envs the compiled simulator cannot run anyway get no
+    warning, and a patch release of a tested series is used."""
+    multiroom = [SimulatorWrapper(make_minigrid_env("MiniGrid-MultiRoom-N2-S4-v0"))]
+    unlock = [SimulatorWrapper(make_minigrid_env("MiniGrid-Unlock-v0"))]
+    monkeypatch.setattr(minigrid, "__version__", "4.0.0")
+    with pytest.raises(ValueError, match=r"tested on minigrid 2\.5\.0, .*3\.2\.0, not on 4\.0\.0 .*simulator_backend='env'"):
+        make_vec_simulator(multiroom, None, "compiled")
+    with pytest.warns(UserWarning, match=r"not on 4\.0\.0 .*the env itself is stepped"):
+        assert type(make_vec_simulator(multiroom, None, "auto")) is VecSimulator
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert type(make_vec_simulator(multiroom, None, "env")) is VecSimulator
+        assert type(make_vec_simulator(unlock, None, "auto")) is VecSimulator
+        monkeypatch.setattr(minigrid, "__version__", "3.2.9")
+        assert type(make_vec_simulator(multiroom, None, "auto")) is CompiledMiniGridSimulator
 
 
 def test_a_batch_with_a_box_is_searched_on_the_env() -> None:

@@ -12,7 +12,8 @@ import pytest
 from minigrid.minigrid_env import MiniGridEnv
 
 from sb3_dirpg.envs import FastObservation, make_minigrid_env
-from sb3_dirpg.envs.minigrid.fast_obs import encode_view, fast_observation_class, front_cell, visibility
+from sb3_dirpg.envs.minigrid.compiled_kernels import visibility
+from sb3_dirpg.envs.minigrid.fast_obs import encode_view, fast_observation_class, front_cell
 from sb3_dirpg.simulator import SimulatorWrapper
 
 # doors (open, closed, locked), keys carried and dropped, boxes, balls, lava, moving obstacles, outside-the-grid views
@@ -94,9 +95,32 @@ def test_visibility_equals_minigrid_process_vis_on_random_see_through_patterns()
                     if not see[i, j]:
                         grid.set(i, j, Wall())
             expected = grid.process_vis((size // 2, size - 1))
-            rows = visibility([sum(int(see[i, j]) << i for i in range(size)) for j in range(size)], size)
+            rows = np.empty(size, dtype=np.int64)
+            visibility(np.array([sum(int(see[i, j]) << i for i in range(size)) for j in range(size)]), rows)
             got = np.array([[bool(rows[j] >> i & 1) for j in range(size)] for i in range(size)])
             np.testing.assert_array_equal(got, expected)
+
+
+def test_views_with_objects_of_other_classes_or_wider_than_the_kernel_are_minigrids_own() -> None:
+    from minigrid.core.world_object import Wall
+
+    class Glass(Wall):
+        """A wall that lets sight through: its encoding says wall, its ``see_behind`` says otherwise."""
+
+        def see_behind(self) -> bool:
+            return True
+
+    env = gym.make("MiniGrid-FourRooms-v0")
+    base = env.unwrapped
+    env.reset(seed=0)
+    for k, cell in enumerate(base.grid.grid):
+        if type(cell) is Wall and k % 2:
+            base.grid.grid[k] = Glass()
+    for direction in range(4):
+        base.agent_dir = direction
+        np.testing.assert_array_equal(encode_view(base), minigrid_image(base))
+    base.agent_view_size = 65
+    np.testing.assert_array_equal(encode_view(base), minigrid_image(base))
 
 
 def test_wrapped_env_gives_the_same_observations_rewards_and_ends_as_minigrid() -> None:

@@ -4,11 +4,14 @@ An env family may register a compiled simulator (a :class:`~sb3_dirpg.common.vec
 that steps array-held states) with a function that says why it cannot run a given env chain. ``simulator_backend``
 picks: ``"env"`` always steps the envs (snapshot, restore, step), ``"compiled"`` requires a compiled simulator and
 says why none fits, ``"auto"`` (the default) uses one where it fits. Both give the same transitions, so the same seed
-learns the same parameters.
+learns the same parameters. A compiled simulator copies the rules of a library (MiniGrid's step), so it may also say
+that the installed version of that library is not one it was tested on: then ``"compiled"`` raises and ``"auto"``
+warns and steps the envs.
 """
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Sequence
 
 from sb3_dirpg.common.vec_simulator import VecSimulator
@@ -20,17 +23,23 @@ SIMULATOR_BACKENDS = ("auto", "env", "compiled")
 
 #: why a simulator cannot run an env chain (None: it can)
 Unsupported = Callable[[SimulatorWrapper, "Heuristic | None"], "str | None"]
-_COMPILED: list[tuple[Unsupported, type[VecSimulator]]] = []
+#: why the installed libraries may not follow the rules a simulator copies (None: they were tested with it)
+Untested = Callable[[], "str | None"]
+_COMPILED: list[tuple[Unsupported, type[VecSimulator], Untested | None]] = []
 
 
-def register_compiled_simulator(unsupported: Unsupported, simulator_class: type[VecSimulator]) -> None:
+def register_compiled_simulator(
+    unsupported: Unsupported, simulator_class: type[VecSimulator], untested: Untested | None = None
+) -> None:
     """Offer a compiled simulator to ``simulator_backend="auto"`` and ``"compiled"``.
 
     :param unsupported: ``unsupported(simulator, heuristic)``: why the class cannot run that env chain, or None
     :param simulator_class: built as ``simulator_class(simulators, heuristic)``
+    :param untested: ``untested()``: why the installed libraries may not follow the rules the class copies (e.g. an
+        untested version), or None; asked only for env chains the class can run
     """
-    if all(cls is not simulator_class for _, cls in _COMPILED):
-        _COMPILED.append((unsupported, simulator_class))
+    if all(cls is not simulator_class for _, cls, _ in _COMPILED):
+        _COMPILED.append((unsupported, simulator_class, untested))
 
 
 def check_simulator_backend(backend: str, algo: str) -> str:
@@ -54,10 +63,22 @@ def make_vec_simulator(
     if backend == "env":
         return VecSimulator(simulators, heuristic)
     reasons = []
-    for unsupported, simulator_class in _COMPILED:
+    for unsupported, simulator_class, untested in _COMPILED:
         why = next((reason for sim in simulators if (reason := unsupported(sim, heuristic)) is not None), None)
         if why is None:
-            return simulator_class(simulators, heuristic)
+            why = untested() if untested is not None else None
+            if why is None:
+                return simulator_class(simulators, heuristic)
+            if backend == "compiled":
+                raise ValueError(
+                    f"{algo}: simulator_backend='compiled' cannot use {simulator_class.__name__}: {why}; use "
+                    "simulator_backend='env' to step the env itself"
+                )
+            warnings.warn(
+                f"{algo}: {simulator_class.__name__} is not used: {why}; the env itself is stepped instead (as with "
+                "simulator_backend='env': the same results, more slowly)",
+                stacklevel=2,
+            )
         reasons.append(f"{simulator_class.__name__}: {why}")
     if backend == "compiled":
         found = "; ".join(reasons) if reasons else "no compiled simulator is registered (import sb3_dirpg.envs)"

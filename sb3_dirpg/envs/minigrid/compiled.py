@@ -1,7 +1,7 @@
 """A batch simulator for MiniGrid that holds states as arrays and steps them in compiled code (``simulator_backend``).
 
 The search spends most of an interaction in the simulator: MiniGrid's Python step, the snapshot and restore of its
-objects, and the bound (``python -m sb3_dirpg.experiments.throughput`` profiles it). For MiniGrid envs that use the
+objects, and the bound (``python -m benchmarks.throughput`` from a source checkout profiles it). For MiniGrid envs that use the
 base class's dynamics, the state is small: the agent's cell, direction, step count and carried object, and the grid's
 cells as MiniGrid encodes them. :class:`CompiledMiniGridSimulator` keeps every state the search reaches as a row of
 arrays (a grid is shared until a step changes a cell), and steps a whole batch of rows, with the observation, the
@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import minigrid
 import numpy as np
 from minigrid.minigrid_env import MiniGridEnv
 
@@ -34,7 +35,20 @@ from sb3_dirpg.simulator.unwrap import wrapper_layers
 
 #: object types the compiled step supports (MiniGrid's OBJECT_TO_IDX): empty, wall, floor, door, key, ball, goal, lava
 SUPPORTED_OBJECTS = frozenset({1, 2, 3, 4, 5, 6, 8, 9})
-_GENERATION_SHIFT = 32  # a snapshot is (generation << 32) | row: rows of an earlier reset are refused
+#: the MiniGrid releases on which the compiled step gave the env's transitions (``tests/test_compiled_minigrid.py``);
+#: MiniGrid 2.3 does not register its envs with gymnasium 1
+TESTED_MINIGRID = ("2.5.0", "3.0.0", "3.1.0", "3.2.0")
+
+
+def minigrid_untested() -> str | None:
+    """Whether the compiled step was tested on the installed MiniGrid's release series (its major and minor version).
+
+    :return: why the compiled step may not follow the installed MiniGrid, or None
+    """
+    installed = minigrid.__version__
+    if installed.split(".")[:2] in [tested.split(".")[:2] for tested in TESTED_MINIGRID]:
+        return None
+    return f"the compiled MiniGrid rules were tested on minigrid {', '.join(TESTED_MINIGRID)}, not on {installed} (installed)"
 
 
 def _gymnasium_passive_layers() -> tuple[type, ...]:
@@ -61,6 +75,8 @@ def compiled_unsupported(simulator: SimulatorWrapper, heuristic: Heuristic | Non
         return f"{cls.__name__} computes its observation its own way"
     if base.render_mode is not None:
         return f"the env renders (render_mode={base.render_mode!r})"
+    if base.agent_view_size > kernels.MAX_VIEW:
+        return f"its agent_view_size {base.agent_view_size} is above {kernels.MAX_VIEW}"
     layers = wrapper_layers(simulator.env)
     if not layers or type(layers[0]) is not DirectionImageObs:
         return "the outermost wrapper is not DirectionImageObs (build the env with sb3_dirpg.envs.make_minigrid_env)"
@@ -83,7 +99,7 @@ class CompiledMiniGridSimulator(VecSimulator):
     ``reset`` resets the envs (MiniGrid draws the layout), then copies each episode's grid into arrays; ``step`` runs
     on the arrays only. A snapshot is an int: a row of the state store, valid until the next ``reset``. Build it with
     :func:`~sb3_dirpg.common.simulator_backends.make_vec_simulator` (``simulator_backend="compiled"``), which checks
-    :func:`compiled_unsupported` first.
+    :func:`compiled_unsupported` and :func:`minigrid_untested` first.
 
     :param simulators: the simulators (sub-envs) that reset the episodes
     :param heuristic: a :class:`~sb3_dirpg.envs.minigrid.MultiRoomBound`, or None
@@ -97,19 +113,26 @@ class CompiledMiniGridSimulator(VecSimulator):
                 raise ValueError(f"the compiled MiniGrid simulator cannot run this env: {reason}")
         first = self.simulators[0]
         base = first.env.unwrapped
-        self._width, self._height = int(base.width), int(base.height)
+        width, height = int(base.width), int(base.height)
         self._view = int(base.agent_view_size)
-        self._see_through_walls = bool(base.see_through_walls)
         shaped = next(layer for layer in wrapper_layers(first.env) if type(layer) is MiniGridShapedReward)
-        self._rewards_of = np.array([shaped.door_reward, shaped.goal_reward, shaped.pickup_reward], dtype=np.float64)
-        bound = self._bound = heuristic
-        self._bound_of = np.zeros(4) if bound is None else np.array(
-            [bound.gamma, bound.door_reward, bound.goal_reward, bound.pickup_reward], dtype=np.float64
+        self._rules = kernels.Rules(
+            width, height, bool(base.see_through_walls), self._start, shaped.door_reward, shaped.goal_reward,
+            shaped.pickup_reward,
         )  # fmt: skip
-        self._step_limit = bool(bound is not None and bound.step_limit)
+        bound = self._bound = heuristic
+        self._bound_params = kernels.BoundParams(False, 1.0, 0.0, 0.0, 0.0, False)  # no bound: lower = upper = 0
+        if bound is not None:
+            self._bound_params = kernels.BoundParams(
+                True, bound.gamma, bound.door_reward, bound.goal_reward, bound.pickup_reward, bound.step_limit
+            )
         self._generation = 0
+        self._episodes: kernels.Episodes | None = None  # set by each reset whose batch runs on the arrays
         self._compiled_batch = False  # whether the current batch runs on the arrays (False: on the envs)
-        self._reserve_store(1024, 64)
+        self._store = kernels.Store(
+            np.zeros((1024, 4), dtype=np.int32), np.zeros((1024, 3), dtype=np.uint8), np.zeros(1024, dtype=np.int32),
+            np.zeros((64, height, width, 3), dtype=np.uint8), np.zeros(2, dtype=np.int64),
+        )  # fmt: skip
 
     @property
     def runs_compiled(self) -> bool:
@@ -123,21 +146,15 @@ class CompiledMiniGridSimulator(VecSimulator):
         :param states: states needed in all
         :param grids: grids needed in all
         """
-        store = getattr(self, "_agent", None)
-        if store is None:
-            self._agent = np.zeros((states, 4), dtype=np.int32)
-            self._carry = np.zeros((states, 3), dtype=np.uint8)
-            self._grid_of = np.zeros(states, dtype=np.int32)
-            self._grids = np.zeros((grids, self._width * self._height, 3), dtype=np.uint8)
-            self._n_states = self._n_grids = 0
-            return
-        if states > len(self._agent):
-            size = max(states, 2 * len(self._agent))
-            self._agent = _grown(self._agent, size)
-            self._carry = _grown(self._carry, size)
-            self._grid_of = _grown(self._grid_of, size)
-        if grids > len(self._grids):
-            self._grids = _grown(self._grids, max(grids, 2 * len(self._grids)))
+        store = self._store
+        if states > len(store.agent):
+            size = max(states, 2 * len(store.agent))
+            store = store._replace(
+                agent=_grown(store.agent, size), carry=_grown(store.carry, size), grid_of=_grown(store.grid_of, size)
+            )
+        if grids > len(store.grids):
+            store = store._replace(grids=_grown(store.grids, max(grids, 2 * len(store.grids))))
+        self._store = store
 
     def _encode_episode(self, env: SimulatorWrapper) -> tuple[int, list[int], list[int], bool] | None:
         """Copy an env's state just after reset into the store.
@@ -148,10 +165,11 @@ class CompiledMiniGridSimulator(VecSimulator):
         """
         base = env.env.unwrapped
         grid = base.grid
-        if grid.width != self._width or grid.height != self._height:
+        width = self._rules.width
+        if grid.width != width or grid.height != self._rules.height:
             return None
-        cells = grid.encode().transpose(1, 0, 2).reshape(-1, 3)  # row y * W + x
-        if not set(np.unique(cells[:, 0]).tolist()) <= SUPPORTED_OBJECTS:
+        cells = grid.encode().transpose(1, 0, 2)  # cell (x, y) at [y, x]
+        if not set(np.unique(cells[..., 0]).tolist()) <= SUPPORTED_OBJECTS:
             return None
         carried = base.carrying.encode() if base.carrying is not None else (0, 0, 0)
         if carried[0] not in (0, kernels.KEY, kernels.BALL):
@@ -160,21 +178,21 @@ class CompiledMiniGridSimulator(VecSimulator):
             door_xy, goal_xy, scans = self._bound.static_cells(env)
         else:
             door_xy, goal_xy, scans = [], [], False
-        s, g = self._n_states, self._n_grids
+        s, g = (int(n) for n in self._store.used)
         self._reserve_store(s + 1, g + 1)
-        self._grids[g] = cells
-        self._agent[s] = (int(base.agent_pos[0]), int(base.agent_pos[1]), int(base.agent_dir), int(base.step_count))
-        self._carry[s] = carried
-        self._grid_of[s] = g
-        self._n_states, self._n_grids = s + 1, g + 1
-        width = self._width
+        store = self._store
+        store.grids[g] = cells
+        store.agent[s] = (int(base.agent_pos[0]), int(base.agent_pos[1]), int(base.agent_dir), int(base.step_count))
+        store.carry[s] = carried
+        store.grid_of[s] = g
+        store.used[:] = s + 1, g + 1
         return s, [y * width + x for x, y in door_xy], [y * width + x for x, y in goal_xy], scans
 
     def reset(self, seeds: Sequence[int]) -> Transitions:
         """:param seeds: one seed per episode
         :return: the root states (their snapshots are ints, valid until the next reset)"""
         self._generation += 1
-        self._n_states = self._n_grids = 0
+        self._store.used[:] = 0
         n_sims = len(self.simulators)
         rows, episodes = [], []
         for episode, seed in enumerate(seeds):
@@ -189,17 +207,18 @@ class CompiledMiniGridSimulator(VecSimulator):
             episodes.append(encoded)
         self._compiled_batch = True
         n = len(episodes)
-        most_doors = max([1, *[len(e[1]) for e in episodes]])
-        most_goals = max([1, *[len(e[2]) for e in episodes]])
-        self._doors = np.zeros((n, most_doors), dtype=np.int64)
-        self._goals = np.zeros((n, most_goals), dtype=np.int64)
-        for e, (_, doors, goals, _) in enumerate(episodes):
-            self._doors[e, : len(doors)] = doors
-            self._goals[e, : len(goals)] = goals
-        self._n_doors = np.array([len(e[1]) for e in episodes], dtype=np.int64)
-        self._n_goals = np.array([len(e[2]) for e in episodes], dtype=np.int64)
-        self._scan_pickables = np.array([e[3] for e in episodes], dtype=np.bool_)
-        self._max_steps = np.array([int(self.simulators[e % n_sims].env.unwrapped.max_steps) for e in range(n)])
+        doors = np.zeros((n, max([1, *[len(e[1]) for e in episodes]])), dtype=np.int64)
+        goals = np.zeros((n, max([1, *[len(e[2]) for e in episodes]])), dtype=np.int64)
+        for e, (_, door_cells, goal_cells, _) in enumerate(episodes):
+            doors[e, : len(door_cells)] = door_cells
+            goals[e, : len(goal_cells)] = goal_cells
+        self._episodes = kernels.Episodes(
+            self._generation,
+            max_steps=np.array([int(self.simulators[e % n_sims].env.unwrapped.max_steps) for e in range(n)], dtype=np.int64),
+            doors=doors, n_doors=np.array([len(e[1]) for e in episodes], dtype=np.int64),
+            goals=goals, n_goals=np.array([len(e[2]) for e in episodes], dtype=np.int64),
+            scan_pickables=np.array([e[3] for e in episodes], dtype=np.bool_),
+        )  # fmt: skip
         trans = self._transitions(rows, [False] * n)
         self._check_finite(rows, trans.rewards, range(n), f"at reset(seed={list(seeds)})")
         return trans
@@ -207,7 +226,7 @@ class CompiledMiniGridSimulator(VecSimulator):
     def _snapshot_id(self, row: int) -> int:
         """:param row: a row of the state store
         :return: the snapshot the search holds for it"""
-        return (self._generation << _GENERATION_SHIFT) | row
+        return (self._generation << kernels.GENERATION_SHIFT) | row
 
     def step(self, snapshots: Sequence[Any], actions: np.ndarray, episodes: np.ndarray) -> Transitions:
         """:param snapshots: states to step from (ints returned by this simulator since its last reset)
@@ -217,33 +236,28 @@ class CompiledMiniGridSimulator(VecSimulator):
         if not self._compiled_batch:
             return super().step(snapshots, actions, episodes)
         k = len(snapshots)
-        ids = np.fromiter(snapshots, dtype=np.int64, count=k)
-        if k and not (ids >> _GENERATION_SHIFT == self._generation).all():
-            raise ValueError("CompiledMiniGridSimulator.step(): a snapshot from before the last reset() was passed")
-        self._reserve_store(self._n_states + k, self._n_grids + k)
+        used = self._store.used
+        self._reserve_store(int(used[0]) + k, int(used[1]) + k)
         view = self._view
-        images = np.empty((k, view, view, 3), dtype=np.uint8)
-        directions = np.empty(k, dtype=np.int64)
-        rewards, lower, upper = np.empty(k), np.empty(k), np.empty(k)
-        terminal, success = np.empty(k, dtype=np.bool_), np.empty(k, dtype=np.bool_)
-        reached = np.empty(k, dtype=np.int64)
-        episodes = np.asarray(episodes, dtype=np.int64)
-        self._n_states, self._n_grids = kernels.step_states(
-            ids & ((1 << _GENERATION_SHIFT) - 1), np.asarray(actions, dtype=np.int64) + self._start, episodes,
-            self._agent, self._carry, self._grid_of, self._grids, self._n_states, self._n_grids, self._width, self._height,
-            self._see_through_walls, self._max_steps, self._rewards_of, self.heuristic is not None, self._bound_of,
-            self._step_limit, self._doors, self._n_doors, self._goals, self._n_goals, self._scan_pickables,
-            images, directions, rewards, terminal, success, lower, upper, reached,
+        batch = kernels.Batch(
+            np.fromiter(snapshots, dtype=np.int64, count=k), np.asarray(actions, dtype=np.int64),
+            np.asarray(episodes, dtype=np.int64), np.empty((k, view, view, 3), dtype=np.uint8), np.empty(k, dtype=np.int64),
+            np.empty(k), np.empty(k, dtype=np.bool_), np.empty(k, dtype=np.bool_), np.empty(k), np.empty(k),
+            np.empty(k, dtype=np.int64),
         )  # fmt: skip
-        if terminal.any():
+        records = batch, self._store, self._rules, self._episodes, self._bound_params
+        ended = kernels.step_states(*map(tuple, records))  # plain tuples: numba types them faster
+        if ended < 0:
+            raise ValueError("CompiledMiniGridSimulator.step(): a snapshot from before the last reset() was passed")
+        if ended:
             self.reports_success = True  # MiniGridShapedReward reports success on every episode end
-        base = self._generation << _GENERATION_SHIFT
+        base = self._generation << kernels.GENERATION_SHIFT
         with_bounds = self.heuristic is not None
+        obs = [{"image": image, "direction": direction} for image, direction in zip(batch.images, batch.directions.tolist())]
         return Transitions(
-            obs=[{"image": image, "direction": direction} for image, direction in zip(images, directions.tolist())],
-            rewards=rewards, terminal=terminal, masks=np.ones((k, self.n_actions), dtype=bool),
-            snapshots=[None if row < 0 else base | row for row in reached.tolist()],
-            lower=lower if with_bounds else None, upper=upper if with_bounds else None, success=success,
+            obs=obs, rewards=batch.rewards, terminal=batch.terminal, masks=np.ones((k, self.n_actions), dtype=bool),
+            snapshots=[None if row < 0 else base | row for row in batch.reached.tolist()],
+            lower=batch.lower if with_bounds else None, upper=batch.upper if with_bounds else None, success=batch.success,
         )  # fmt: skip
 
 
@@ -256,4 +270,4 @@ def _grown(array: np.ndarray, size: int) -> np.ndarray:
     return out
 
 
-register_compiled_simulator(compiled_unsupported, CompiledMiniGridSimulator)
+register_compiled_simulator(compiled_unsupported, CompiledMiniGridSimulator, minigrid_untested)

@@ -1,25 +1,25 @@
 """MiniGrid's step, observation and return-to-go bound on array-held states, compiled with numba: one call per batch.
 
 These kernels follow ``MiniGridEnv.step`` (the base class's dynamics: turn, forward, pickup, drop, toggle, done),
-:class:`~sb3_dirpg.envs.minigrid.MiniGridShapedReward`, :func:`~sb3_dirpg.envs.minigrid.fast_obs.encode_view` and
+:class:`~sb3_dirpg.envs.minigrid.MiniGridShapedReward`, MiniGrid's egocentric observation and
 :class:`~sb3_dirpg.envs.minigrid.MultiRoomBound` on a grid held as MiniGrid's own encoding, one ``(type, color,
-state)`` triple per cell. :class:`~sb3_dirpg.envs.minigrid.compiled.CompiledMiniGridSimulator` checks that an env
-uses nothing else (no ``step`` override, no boxes) and compares itself with the env on every supported MiniGrid
-family in ``tests/test_compiled_minigrid.py``.
+state)`` triple per cell. :func:`encode_view` and :func:`visibility` also compute the observation of the env itself
+(:mod:`~sb3_dirpg.envs.minigrid.fast_obs`), so both simulator backends share one observation.
+:class:`~sb3_dirpg.envs.minigrid.compiled.CompiledMiniGridSimulator` checks that an env uses nothing else (no
+``step`` override, no boxes) and compares itself with the env on every supported MiniGrid family in
+``tests/test_compiled_minigrid.py``.
 
-A state is a row of the state store:
-
-* ``agent``: int32, shape (S, 4): x, y, direction, step count;
-* ``carry``: uint8, shape (S, 3): the carried object's encoding, type 0 when the agent carries nothing;
-* ``grid_of``: int32, shape (S,): the state's row in ``grids``, uint8, shape (G, H * W, 3); a step that changes a cell
-  writes a new grid row, every other state shares its parent's grid.
-
-Per episode ``e`` (shapes with ``E`` episodes, ``D``/``Q`` the most doors/goals of any episode): ``max_steps`` (E,),
-the door cells in the order the bound adds them, ``doors`` (E, D) with ``n_doors`` (E,), the goal cells ``goals``
-(E, Q) with ``n_goals`` (E,), and whether the bound scans the grid for pickable objects, ``scan_pickables`` (E,).
+The arrays travel in small records (named tuples, which numba compiles to structs): the state store
+(:class:`Store`), what every episode shares (:class:`Rules`), the episodes of the last reset (:class:`Episodes`),
+the bound's settings (:class:`BoundParams`) and a batch of rows with their outputs (:class:`Batch`). The simulator
+builds each record once and rebuilds it only when it replaces one of its arrays. At a call, numba types a named tuple
+in Python, field by field (about 3 us for the five records of :func:`step_states`), and a plain tuple in C, so the
+simulator passes ``tuple(record)`` and :func:`step_states` names the fields again.
 """
 
 from __future__ import annotations
+
+from typing import NamedTuple
 
 import numpy as np
 from numba import njit
@@ -30,6 +30,118 @@ GREY = 5  # the colour of the wall MiniGrid shows outside the grid
 LEFT, RIGHT, FORWARD, PICKUP, DROP, TOGGLE = 0, 1, 2, 3, 4, 5
 DIR_X = np.array([1, 0, -1, 0], dtype=np.int64)  # MiniGrid's DIR_TO_VEC: right, down, left, up
 DIR_Y = np.array([0, 1, 0, -1], dtype=np.int64)
+MAX_VIEW = 62  # the widest view whose rows fit the bits of an int64
+GENERATION_SHIFT = 32  # a snapshot is (generation << 32) | row
+
+
+class Store(NamedTuple):
+    """Every state reached since the last reset, one row each; a state shares its parent's grid row unless its step
+    changed a cell. ``S`` and ``G`` are the capacities.
+
+    :param agent: x, y, direction and step count, int32, shape (S, 4)
+    :param carry: the carried object's encoding (type 0: nothing), uint8, shape (S, 3)
+    :param grid_of: the state's row in ``grids``, int32, shape (S,)
+    :param grids: grids as MiniGrid encodes them, cell (x, y) at ``[y, x]``, uint8, shape (G, H, W, 3)
+    :param used: the rows in use (states, grids), int64, shape (2,)
+    """
+
+    agent: np.ndarray
+    carry: np.ndarray
+    grid_of: np.ndarray
+    grids: np.ndarray
+    used: np.ndarray
+
+
+class Rules(NamedTuple):
+    """What the step, the observation and the shaped reward of every episode share.
+
+    :param width: the grid's width W
+    :param height: the grid's height H
+    :param see_through_walls: MiniGrid's ``see_through_walls``
+    :param action_start: the action space's ``start`` (added to the actions)
+    :param door_reward: the shaped reward's ``door_reward``
+    :param goal_reward: its ``goal_reward``
+    :param pickup_reward: its ``pickup_reward``
+    """
+
+    width: int
+    height: int
+    see_through_walls: bool
+    action_start: int
+    door_reward: float
+    goal_reward: float
+    pickup_reward: float
+
+
+class BoundParams(NamedTuple):
+    """The settings of :class:`~sb3_dirpg.envs.minigrid.MultiRoomBound`.
+
+    :param on: whether to compute bounds (False: ``lower`` and ``upper`` are 0)
+    :param gamma: the bound's discount
+    :param door_reward: the bound's door reward
+    :param goal_reward: its goal reward
+    :param pickup_reward: its pickup reward
+    :param step_limit: the bound's ``step_limit``
+    """
+
+    on: bool
+    gamma: float
+    door_reward: float
+    goal_reward: float
+    pickup_reward: float
+    step_limit: bool
+
+
+class Episodes(NamedTuple):
+    """The episodes of the last reset. ``E`` is their number, ``D`` and ``Q`` the most doors and goals of any.
+
+    :param generation: the reset's number: the snapshots of this reset are ``(generation << 32) | row``
+    :param max_steps: MiniGrid's ``max_steps``, int64, shape (E,)
+    :param doors: the bound's door cells (``y * W + x``) in the order it adds them, int64, shape (E, D)
+    :param n_doors: doors used per episode, int64, shape (E,)
+    :param goals: the goal cells, int64, shape (E, Q)
+    :param n_goals: goals used per episode (at least 1 with a bound), int64, shape (E,)
+    :param scan_pickables: whether the bound looks for pickable objects (False on MultiRoom, as the bound's layout
+        path), bool, shape (E,)
+    """
+
+    generation: int
+    max_steps: np.ndarray
+    doors: np.ndarray
+    n_doors: np.ndarray
+    goals: np.ndarray
+    n_goals: np.ndarray
+    scan_pickables: np.ndarray
+
+
+class Batch(NamedTuple):
+    """The rows of one step: what to step and, written by :func:`step_states`, what came of it. ``k`` is the number of
+    rows and ``V`` the view's side.
+
+    :param ids: the snapshots to step from, ``(generation << 32) | row``, int64, shape (k,)
+    :param actions: actions (without the action space's ``start``), int64, shape (k,)
+    :param episodes: the episode of each row, int64, shape (k,)
+    :param images: out: observations, uint8, shape (k, V, V, 3)
+    :param directions: out: the agent's direction, int64, shape (k,)
+    :param rewards: out: shaped rewards, float64, shape (k,)
+    :param terminal: out: terminated or truncated, bool, shape (k,)
+    :param success: out: the step entered a goal, bool, shape (k,)
+    :param lower: out: lower bounds (0 for terminal rows), float64, shape (k,)
+    :param upper: out: upper bounds (0 for terminal rows), float64, shape (k,)
+    :param reached: out: the store row of each state reached, -1 for terminal rows, int64, shape (k,)
+    """
+
+    ids: np.ndarray
+    actions: np.ndarray
+    episodes: np.ndarray
+    images: np.ndarray
+    directions: np.ndarray
+    rewards: np.ndarray
+    terminal: np.ndarray
+    success: np.ndarray
+    lower: np.ndarray
+    upper: np.ndarray
+    reached: np.ndarray
 
 
 @njit(cache=True)
@@ -39,13 +151,19 @@ def _sees_through(kind: int, state: int) -> bool:
 
 
 @njit(cache=True)
-def _visibility(see_rows: np.ndarray, size: int, rows: np.ndarray) -> None:
-    """MiniGrid's ``Grid.process_vis`` on bit rows, as :func:`~sb3_dirpg.envs.minigrid.fast_obs.visibility`.
+def visibility(see_rows: np.ndarray, rows: np.ndarray) -> None:
+    """MiniGrid's ``Grid.process_vis`` on a square view of side ``V``, one row of the view per integer (bit i is
+    column i).
 
-    :param see_rows: bit i of row j: whether view cell (i, j) lets sight through, shape (size,)
-    :param size: the view's side
-    :param rows: out: bit i of row j: whether the agent sees view cell (i, j), shape (size,)
+    Each row is walked left to right (sight passes from a visible cell to its right neighbour if the cell lets it
+    through), then right to left, and a visible see-through cell shows the cells above it and above its neighbour on
+    the side it passed to, as in MiniGrid.
+
+    :param see_rows: bit i of ``see_rows[j]``: whether the cell in column i, row j of the rotated view lets sight through
+        (the agent is at column ``V // 2`` of the last row), int64, shape (V,) with V at most :data:`MAX_VIEW`
+    :param rows: out: bit i of ``rows[j]``: whether the agent sees that cell, int64, shape (V,)
     """
+    size = see_rows.shape[0]
     full = (1 << size) - 1
     rows[:] = 0
     rows[size - 1] = 1 << (size // 2)
@@ -70,22 +188,23 @@ def _visibility(see_rows: np.ndarray, size: int, rows: np.ndarray) -> None:
 
 @njit(cache=True)
 def encode_view(
-    grid: np.ndarray, width: int, height: int, x: int, y: int, direction: int, carry: np.ndarray, see_through_walls: bool,
-    image: np.ndarray,
-) -> None:  # fmt: skip
-    """Write MiniGrid's egocentric image of one state.
+    grid: np.ndarray, x: int, y: int, direction: int, carry: np.ndarray, see_through_walls: bool, image: np.ndarray
+) -> None:
+    """Write MiniGrid's egocentric image: the agent's view, rotated so that it looks up, occluded, encoded.
 
-    :param grid: the state's grid, uint8, shape (H * W, 3)
-    :param width: W
-    :param height: H
+    Cell (i, j) of the view is ``V - 1 - j`` cells ahead of the agent and ``i - V // 2`` cells to its right; cells
+    outside the grid show as grey walls, as in MiniGrid.
+
+    :param grid: the grid as MiniGrid encodes it, cell (x, y) at ``[y, x]``, uint8, shape (H, W, 3)
     :param x: the agent's column
     :param y: the agent's row
-    :param direction: the agent's direction
-    :param carry: the carried object's encoding (type 0: nothing), shape (3,)
+    :param direction: the agent's direction (0 right, 1 down, 2 left, 3 up)
+    :param carry: the carried object's encoding (type 0: nothing), uint8, shape (3,)
     :param see_through_walls: MiniGrid's ``see_through_walls``
-    :param image: out: the image, uint8, shape (V, V, 3)
+    :param image: out: the image, uint8, shape (V, V, 3) with V at most :data:`MAX_VIEW`
     """
     size = image.shape[0]
+    height, width = grid.shape[0], grid.shape[1]
     half = size // 2
     ahead_x, ahead_y = DIR_X[direction], DIR_Y[direction]
     right_x, right_y = -ahead_y, ahead_x
@@ -95,16 +214,15 @@ def encode_view(
             cx = x + (size - 1 - j) * ahead_x + (i - half) * right_x
             cy = y + (size - 1 - j) * ahead_y + (i - half) * right_y
             if 0 <= cx < width and 0 <= cy < height:
-                k = cy * width + cx
-                kind, state = grid[k, 0], grid[k, 2]
-                image[i, j, 0], image[i, j, 1], image[i, j, 2] = kind, grid[k, 1], state
+                kind, state = grid[cy, cx, 0], grid[cy, cx, 2]
+                image[i, j, 0], image[i, j, 1], image[i, j, 2] = kind, grid[cy, cx, 1], state
                 if _sees_through(kind, state):
                     see_rows[j] |= 1 << i
             else:
                 image[i, j, 0], image[i, j, 1], image[i, j, 2] = WALL, GREY, 0
     if not see_through_walls:
         rows = np.empty(size, dtype=np.int64)
-        _visibility(see_rows, size, rows)
+        visibility(see_rows, rows)
         for i in range(size):
             for j in range(size):
                 if not rows[j] & (1 << i):
@@ -117,129 +235,107 @@ def encode_view(
 
 @njit(cache=True)
 def bound_state(
-    grid: np.ndarray, width: int, x: int, y: int, steps_left: int, carrying: bool, doors: np.ndarray, n_doors: int,
-    goals: np.ndarray, n_goals: int, scan_pickables: bool, gamma: float, door_reward: float, goal_reward: float,
-    pickup_reward: float, step_limit: bool,
+    grid: np.ndarray, x: int, y: int, steps_left: int, carrying: bool, doors: np.ndarray, goals: np.ndarray,
+    scan_pickables: bool, bound: BoundParams,
 ) -> tuple[float, float]:  # fmt: skip
     """:class:`~sb3_dirpg.envs.minigrid.MultiRoomBound` of one state, with its terms added in its order.
 
-    :param grid: the state's grid, uint8, shape (H * W, 3)
-    :param width: W
+    :param grid: the state's grid, uint8, shape (H, W, 3)
     :param x: the agent's column
     :param y: the agent's row
     :param steps_left: ``max_steps - step_count``
     :param carrying: whether the agent carries an object
-    :param doors: door cells (``y * W + x``) in the bound's order, shape (D,)
-    :param n_doors: doors used
-    :param goals: goal cells, shape (Q,)
-    :param n_goals: goals used (at least 1)
-    :param scan_pickables: whether the bound looks for pickable objects (False on MultiRoom, as the bound's layout path)
-    :param gamma: the bound's discount
-    :param door_reward: the bound's door reward
-    :param goal_reward: the bound's goal reward
-    :param pickup_reward: the bound's pickup reward
-    :param step_limit: the bound's ``step_limit``
+    :param doors: the episode's door cells (``y * W + x``) in the bound's order, int64, shape (doors,)
+    :param goals: the episode's goal cells, int64, shape (goals,)
+    :param scan_pickables: whether the bound looks for pickable objects
+    :param bound: the bound's settings
     :return: (lower, upper)
     """
     if steps_left <= 0:
         return 0.0, 0.0
-    reach = steps_left if step_limit else 1 << 62
+    height, width = grid.shape[0], grid.shape[1]
+    gamma = bound.gamma
+    reach = steps_left if bound.step_limit else 1 << 62
     m_goal = 1 << 62
-    for q in range(n_goals):
+    for q in range(goals.shape[0]):
         m = abs(x - goals[q] % width) + abs(y - goals[q] // width)
         m_goal = min(m_goal, m)
     if m_goal == 0:
         return 0.0, 0.0
-    upper = goal_reward * gamma ** np.float64(m_goal - 1) if m_goal <= reach else 0.0
+    upper = bound.goal_reward * gamma ** np.float64(m_goal - 1) if m_goal <= reach else 0.0
     lower = 0.0
-    for q in range(n_doors):
-        k = doors[q]
-        first = max(abs(x - k % width) + abs(y - k // width) - 1, 0)
+    for q in range(doors.shape[0]):
+        dx, dy = doors[q] % width, doors[q] // width
+        first = max(abs(x - dx) + abs(y - dy) - 1, 0)
         if first >= reach:
             continue
-        if grid[k, 2] == OPEN:
-            lower -= door_reward * gamma ** np.float64(first)
+        if grid[dy, dx, 2] == OPEN:
+            lower -= bound.door_reward * gamma ** np.float64(first)
         else:
-            upper += door_reward * gamma ** np.float64(first)
+            upper += bound.door_reward * gamma ** np.float64(first)
     if carrying:
-        lower -= pickup_reward
+        lower -= bound.pickup_reward
     elif scan_pickables:
         nearest = -1
-        for k in range(grid.shape[0]):
-            kind = grid[k, 0]
-            if kind == KEY or kind == BALL or kind == BOX:
-                m = abs(x - k % width) + abs(y - k // width)
-                if nearest < 0 or m < nearest:
-                    nearest = m
+        for cy in range(height):
+            for cx in range(width):
+                kind = grid[cy, cx, 0]
+                if kind == KEY or kind == BALL or kind == BOX:
+                    m = abs(x - cx) + abs(y - cy)
+                    if nearest < 0 or m < nearest:
+                        nearest = m
         if nearest >= 0 and nearest - 1 < reach:
-            upper += pickup_reward * gamma ** np.float64(nearest - 1)
+            upper += bound.pickup_reward * gamma ** np.float64(nearest - 1)
     return lower, upper
 
 
 @njit(cache=True)
-def step_states(
-    states: np.ndarray, actions: np.ndarray, episodes: np.ndarray, agent: np.ndarray, carry: np.ndarray,
-    grid_of: np.ndarray, grids: np.ndarray, n_states: int, n_grids: int, width: int, height: int,
-    see_through_walls: bool, max_steps: np.ndarray, rewards_of: np.ndarray, with_bound: bool, bound_of: np.ndarray,
-    step_limit: bool, doors: np.ndarray, n_doors: np.ndarray, goals: np.ndarray, n_goals: np.ndarray,
-    scan_pickables: np.ndarray, images: np.ndarray, directions: np.ndarray, rewards: np.ndarray, terminal: np.ndarray,
-    success: np.ndarray, lower: np.ndarray, upper: np.ndarray, reached: np.ndarray,
-) -> tuple[int, int]:  # fmt: skip
-    """Step a batch of states, writing the states reached into the store.
+def step_states(batch: Batch, store: Store, rules: Rules, episodes: Episodes, bound: BoundParams) -> int:
+    """Step a batch of states, writing the states reached into the store (rows from ``store.used``, which it
+    advances; the store must have room for one more state and grid per row) and the outputs into ``batch``. Each
+    record may also be passed as the plain tuple of its fields, which numba types faster.
 
-    :param states: rows of the store to step from, shape (k,)
-    :param actions: MiniGrid actions, shape (k,)
-    :param episodes: the episode of each row, shape (k,)
-    :param agent: the store's agent rows (see the module docstring); rows ``n_states:`` are written
-    :param carry: the store's carried objects
-    :param grid_of: the store's grid index per state
-    :param grids: the grid rows; rows ``n_grids:`` are written
-    :param n_states: states in use
-    :param n_grids: grids in use
-    :param width: W
-    :param height: H
-    :param see_through_walls: MiniGrid's ``see_through_walls``
-    :param max_steps: MiniGrid's ``max_steps`` per episode
-    :param rewards_of: the shaped reward's (door, goal, pickup) rewards
-    :param with_bound: whether to compute bounds
-    :param bound_of: the bound's (gamma, door, goal, pickup) values
-    :param step_limit: the bound's ``step_limit``
-    :param doors: per-episode door cells (see the module docstring)
-    :param n_doors: doors per episode
-    :param goals: per-episode goal cells
-    :param n_goals: goals per episode
-    :param scan_pickables: per episode, whether the bound scans for pickable objects
-    :param images: out: observations, shape (k, V, V, 3)
-    :param directions: out: the agent's direction, shape (k,)
-    :param rewards: out: shaped rewards, shape (k,)
-    :param terminal: out: terminated or truncated, shape (k,)
-    :param success: out: the step entered a goal, shape (k,)
-    :param lower: out: lower bounds (0 for terminal rows), shape (k,)
-    :param upper: out: upper bounds (0 for terminal rows), shape (k,)
-    :param reached: out: the store row of each state reached, -1 for terminal rows, shape (k,)
-    :return: states and grids in use afterwards
+    :param batch: the rows to step, and their outputs
+    :param store: the state store
+    :param rules: the rules
+    :param episodes: the episodes of the last reset
+    :param bound: the bound's settings
+    :return: the number of rows that ended the episode, or -1 (and nothing stepped) if a snapshot is not of the last
+        reset
     """
-    door_reward, goal_reward, pickup_reward = rewards_of[0], rewards_of[1], rewards_of[2]
+    batch, store, rules = Batch(*batch), Store(*store), Rules(*rules)  # from plain tuples too (see the module docstring)
+    episodes, bound = Episodes(*episodes), BoundParams(*bound)
+    width, height, mask = rules.width, rules.height, (1 << GENERATION_SHIFT) - 1
+    ids, actions, rows_episode, images = batch.ids, batch.actions, batch.episodes, batch.images
+    rewards, terminal, success, lower, upper = batch.rewards, batch.terminal, batch.success, batch.lower, batch.upper
+    directions, reached = batch.directions, batch.reached
+    agent, carry, grid_of, grids = store.agent, store.carry, store.grid_of, store.grids
+    max_steps, doors, n_doors = episodes.max_steps, episodes.doors, episodes.n_doors
+    goals, n_goals, scan_pickables = episodes.goals, episodes.n_goals, episodes.scan_pickables
+    for r in range(ids.shape[0]):
+        if ids[r] >> GENERATION_SHIFT != episodes.generation:
+            return -1
+    n_states, n_grids = store.used[0], store.used[1]
+    ended = 0
     new_carry = np.zeros(3, dtype=np.uint8)
-    for r in range(states.shape[0]):
-        s = states[r]
-        e = episodes[r]
+    for r in range(ids.shape[0]):
+        s = ids[r] & mask
+        e = rows_episode[r]
         x, y, direction, steps = agent[s, 0], agent[s, 1], agent[s, 2], agent[s, 3] + 1
         g = grid_of[s]
         new_carry[:] = carry[s]
         was_carrying = new_carry[0] != 0
         fx, fy = x + DIR_X[direction], y + DIR_Y[direction]
         inside = 0 <= fx < width and 0 <= fy < height
-        k = fy * width + fx if inside else -1
-        kind = grids[g, k, 0] if inside else EMPTY
-        color = grids[g, k, 1] if inside else 0
-        state = grids[g, k, 2] if inside else 0
+        kind = grids[g, fy, fx, 0] if inside else EMPTY
+        color = grids[g, fy, fx, 1] if inside else 0
+        state = grids[g, fy, fx, 2] if inside else 0
         is_door = kind == DOOR
         was_open = is_door and state == OPEN
         new_state = state  # of the front cell
         terminated = False
         reached_goal = False
-        action = actions[r]
+        action = actions[r] + rules.action_start
         if action == LEFT:
             direction = (direction + 3) % 4
         elif action == RIGHT:
@@ -268,42 +364,44 @@ def step_states(
         if carrying != was_carrying or new_state != state:  # the front cell changes: the state gets a grid of its own
             grids[n_grids] = grids[g]
             if carrying and not was_carrying:
-                grids[n_grids, k, 0], grids[n_grids, k, 1], grids[n_grids, k, 2] = EMPTY, 0, 0
+                grids[n_grids, fy, fx, 0], grids[n_grids, fy, fx, 1], grids[n_grids, fy, fx, 2] = EMPTY, 0, 0
             elif was_carrying and not carrying:
-                grids[n_grids, k] = carry[s]
+                grids[n_grids, fy, fx] = carry[s]
             else:
-                grids[n_grids, k, 2] = new_state
+                grids[n_grids, fy, fx, 2] = new_state
             g = n_grids
             n_grids += 1
         reward = 0.0
         if is_door and (new_state == OPEN) != was_open:
-            reward += door_reward if new_state == OPEN else -door_reward
+            reward += rules.door_reward if new_state == OPEN else -rules.door_reward
         if carrying != was_carrying:
-            reward += pickup_reward if carrying else -pickup_reward
+            reward += rules.pickup_reward if carrying else -rules.pickup_reward
         if reached_goal:
-            reward += goal_reward
+            reward += rules.goal_reward
         rewards[r] = reward
         success[r] = reached_goal
         directions[r] = direction
-        encode_view(grids[g], width, height, x, y, direction, new_carry, see_through_walls, images[r])
+        encode_view(grids[g], x, y, direction, new_carry, rules.see_through_walls, images[r])
         if terminated or steps >= max_steps[e]:
             terminal[r] = True
             lower[r] = 0.0
             upper[r] = 0.0
             reached[r] = -1
+            ended += 1
             continue
         terminal[r] = False
         agent[n_states, 0], agent[n_states, 1], agent[n_states, 2], agent[n_states, 3] = x, y, direction, steps
         carry[n_states] = new_carry
         grid_of[n_states] = g
         reached[r] = n_states
-        n_states += 1
-        if with_bound:
+        if bound.on:
             lower[r], upper[r] = bound_state(
-                grids[g], width, x, y, max_steps[e] - steps, carrying, doors[e], n_doors[e], goals[e], n_goals[e],
-                scan_pickables[e], bound_of[0], bound_of[1], bound_of[2], bound_of[3], step_limit,
+                grids[g], x, y, max_steps[e] - steps, carrying, doors[e, : n_doors[e]], goals[e, : n_goals[e]],
+                scan_pickables[e], bound,
             )  # fmt: skip
         else:
             lower[r] = 0.0
             upper[r] = 0.0
-    return n_states, n_grids
+        n_states += 1
+    store.used[0], store.used[1] = n_states, n_grids
+    return ended

@@ -1,9 +1,10 @@
 """MiniGrid's egocentric observation computed without building, rotating and encoding ``Grid`` objects.
 
 MiniGrid computes each observation by slicing the grid into a new ``Grid``, rotating it cell by cell, walking it for
-visibility and encoding it, all through Python method calls: about two thirds of a MultiRoom step. Here the view's
-cells are read once from the grid's cell list, the codes and the see-behind flags are rotated as arrays, and only
-the visibility walk stays in Python, on plain lists. The image is the same, cell for cell (``tests/test_fast_obs.py``
+visibility and encoding it, all through Python method calls: about two thirds of a MultiRoom step. Here the cells of
+the square that MiniGrid slices are encoded once, and the compiled simulator's own
+:func:`~sb3_dirpg.envs.minigrid.compiled_kernels.encode_view` rotates, occludes and finishes the image, so the env and
+the compiled simulator share one observation. The image is the same, cell for cell (``tests/test_fast_obs.py``
 compares the two on thousands of states of several MiniGrid envs).
 """
 
@@ -14,99 +15,77 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
-from minigrid.core.constants import OBJECT_TO_IDX
-from minigrid.core.world_object import Wall
+from minigrid.core.world_object import Ball, Box, Door, Floor, Goal, Key, Lava, Wall
 from minigrid.minigrid_env import MiniGridEnv
 
+from sb3_dirpg.envs.minigrid import compiled_kernels as kernels
 from sb3_dirpg.simulator.registry import register_wrapper_attrs
 
-_EMPTY = (OBJECT_TO_IDX["empty"], 0, 0)
-_UNSEEN = (OBJECT_TO_IDX["unseen"], 0, 0)
-_OUTSIDE_CELL = Wall()  # MiniGrid shows cells outside the grid as walls
+_EMPTY = bytes((kernels.EMPTY, 0, 0))
+_OUTSIDE = bytes((kernels.WALL, kernels.GREY, 0))  # MiniGrid shows cells outside the grid as grey walls
+_NOTHING = np.zeros(3, dtype=np.uint8)  # the encoding of "carries nothing"
 _DIRECTIONS = ((1, 0), (0, 1), (-1, 0), (0, -1))  # MiniGrid's DIR_TO_VEC: right, down, left, up
-
-
-def visibility(see_rows: list[int], size: int) -> list[int]:
-    """MiniGrid's ``Grid.process_vis`` on a square view, one row of the view per integer (bit i is column i).
-
-    Each row is walked left to right (sight passes from a visible cell to its right neighbour if the cell lets it
-    through), then right to left, and a visible see-through cell shows the cells above it and above its neighbour on
-    the side it passed to, as in MiniGrid.
-
-    :param see_rows: bit i of ``see_rows[j]``: whether the cell in column i, row j of the rotated view lets sight through
-    :param size: the view's side (the agent is at column ``size // 2`` of the last row)
-    :return: bit i of row j: whether the agent sees that cell
-    """
-    full = (1 << size) - 1
-    rows = [0] * size
-    rows[size - 1] = 1 << (size // 2)
-    for j in range(size - 1, -1, -1):
-        through = see_rows[j]
-        mask = rows[j]
-        while (grown := mask | (((mask & through) << 1) & full)) != mask:
-            mask = grown
-        rightward = mask
-        while (grown := mask | ((mask & through) >> 1)) != mask:
-            mask = grown
-        rows[j] = mask
-        if j > 0:
-            to_right = rightward & through & (full >> 1)
-            to_left = mask & through & (full ^ 1)
-            rows[j - 1] = to_right | (to_right << 1) | to_left | (to_left >> 1)
-    return rows
+# MiniGrid's objects, whose see_behind follows from their encoding (a wall, a door that is not open): the kernel's rule
+_KNOWN_OBJECTS = frozenset({Wall, Door, Key, Ball, Box, Goal, Floor, Lava})
 
 
 @functools.cache
-def _view_offsets(size: int, direction: int) -> tuple[tuple[int, int, int, int], ...]:
+def _window_offset(size: int, direction: int) -> tuple[int, int]:
     """:param size: the view's side
     :param direction: the agent's direction (0 right, 1 down, 2 left, 3 up)
-    :return: for each view cell (i, j), i-major: its offset from the agent, its row j and its column bit ``1 << i``"""
-    ahead_x, ahead_y = _DIRECTIONS[direction]
-    right_x, right_y = -ahead_y, ahead_x
+    :return: the top left cell of the square the agent sees, relative to the agent (MiniGrid's ``get_view_exts``)"""
     half = size // 2
-    return tuple(
-        ((size - 1 - j) * ahead_x + (i - half) * right_x, (size - 1 - j) * ahead_y + (i - half) * right_y, j, 1 << i)
-        for i in range(size)
-        for j in range(size)
-    )
+    return ((0, -half), (-half, 0), (1 - size, -half), (-half, 1 - size))[direction]
+
+
+def _window(env: MiniGridEnv, left: int, top: int, size: int) -> np.ndarray | None:
+    """:param env: an unwrapped MiniGrid env after ``reset``
+    :param left: the square's first column
+    :param top: its first row
+    :param size: its side
+    :return: the square's cells as MiniGrid encodes them, cell (x, y) at ``[y - top, x - left]``, uint8, shape
+        (size, size, 3); None if it holds an object that is not one of MiniGrid's own"""
+    grid = env.grid
+    width, height, cells = grid.width, grid.height, grid.grid
+    first, end = max(left, 0), min(left + size, width)
+    before, after = _OUTSIDE * (first - left), _OUTSIDE * (left + size - end)
+    codes = bytearray()
+    for y in range(top, top + size):
+        if not 0 <= y < height:
+            codes += _OUTSIDE * size
+            continue
+        codes += before
+        for obj in cells[y * width + first : y * width + end]:
+            if obj is None:
+                codes += _EMPTY
+            elif type(obj) in _KNOWN_OBJECTS:
+                codes += bytes(obj.encode())
+            else:
+                return None
+        codes += after
+    return np.frombuffer(codes, dtype=np.uint8).reshape(size, size, 3)
 
 
 def encode_view(env: MiniGridEnv) -> np.ndarray:
     """The ``image`` of MiniGrid's observation: the agent's view, rotated so that it looks up, occluded, encoded.
 
     Cell (i, j) of the view is ``size - 1 - j`` cells ahead of the agent and ``i - size // 2`` cells to its right.
+    A view that holds an object of a class other than MiniGrid's own (its ``see_behind`` may differ), or is wider than
+    :data:`~sb3_dirpg.envs.minigrid.compiled_kernels.MAX_VIEW`, is computed by MiniGrid itself.
 
     :param env: an unwrapped MiniGrid env after ``reset``
     :return: ``(agent_view_size, agent_view_size, 3)`` uint8, equal to ``env.grid.encode``-ing ``env.gen_obs_grid()``
     """
-    size = env.agent_view_size
-    grid = env.grid
-    width, height, cells = grid.width, grid.height, grid.grid
-    agent_x, agent_y = int(env.agent_pos[0]), int(env.agent_pos[1])
-    objects: list[Any] = []
-    see_rows = [0] * size
-    for dx, dy, j, bit in _view_offsets(size, env.agent_dir):
-        x = agent_x + dx
-        y = agent_y + dy
-        if 0 <= x < width and 0 <= y < height:
-            obj = cells[y * width + x]
-            objects.append(obj)
-            if obj is None or obj.see_behind():
-                see_rows[j] |= bit
-        else:
-            objects.append(_OUTSIDE_CELL)
-    rows = visibility(see_rows, size) if not env.see_through_walls else [(1 << size) - 1] * size
-    flat: list[int] = []
-    for i in range(size):
-        bit = 1 << i
-        for j in range(size):
-            if not rows[j] & bit:
-                flat += _UNSEEN
-            else:
-                obj = objects[i * size + j]
-                flat += _EMPTY if obj is None else obj.encode()
-    image = np.ndarray((size, size, 3), dtype=np.uint8, buffer=bytearray(flat))  # one array object: small search trees
-    image[size // 2, size - 1] = env.carrying.encode() if env.carrying else _EMPTY
+    size, direction = env.agent_view_size, env.agent_dir
+    x, y = int(env.agent_pos[0]), int(env.agent_pos[1])
+    dx, dy = _window_offset(size, direction)
+    window = _window(env, x + dx, y + dy, size) if size <= kernels.MAX_VIEW else None
+    if window is None:
+        grid, seen = MiniGridEnv.gen_obs_grid(env)
+        return grid.encode(seen)
+    carried = _NOTHING if env.carrying is None else np.array(env.carrying.encode(), dtype=np.uint8)
+    image = np.empty((size, size, 3), dtype=np.uint8)
+    kernels.encode_view(window, -dx, -dy, direction, carried, bool(env.see_through_walls), image)
     return image
 
 
@@ -144,7 +123,7 @@ def fast_observation_class(env_class: type[MiniGridEnv]) -> type[MiniGridEnv]:
 
 
 class FastObservation(gym.Wrapper, gym.utils.RecordConstructorArgs):
-    """Makes a MiniGrid env compute its observations with :func:`encode_view` (same values, about 3x faster steps).
+    """Makes a MiniGrid env compute its observations with :func:`encode_view` (same values; MultiRoom steps 6x faster).
 
     The unwrapped env becomes an instance of :func:`fast_observation_class` of its class: a subclass that changes
     nothing but ``gen_obs``, so ``isinstance`` checks, cloners and renderers are unaffected. Use it as the innermost

@@ -120,7 +120,8 @@ def make_minigrid_env(
     :param door_reward: see :class:`MiniGridShapedReward`
     :param goal_reward: see :class:`MiniGridShapedReward`
     :param pickup_reward: see :class:`MiniGridShapedReward`
-    :param fast_observation: compute the (identical) observations with numpy instead of MiniGrid's ``Grid`` methods
+    :param fast_observation: compute the (identical) observations with the compiled simulator's kernel instead of
+        MiniGrid's ``Grid`` methods
     :param kwargs: passed to ``gym.make`` (e.g. ``max_steps``, ``render_mode``)
     :return: the wrapped env
     """
