@@ -13,7 +13,7 @@ import torch as th
 from stable_baselines3.common.callbacks import BaseCallback
 
 from sb3_dirpg import DirPG
-from sb3_dirpg.common.worker_pool import SearchWorkerPool, WorkerError, split_batch
+from sb3_dirpg.dirpg.workers import SearchWorkerPool, WorkerError, split_batch
 from sb3_dirpg.envs import make_minigrid_env
 from sb3_dirpg.envs.minigrid import MiniGridCNN
 from sb3_dirpg.simulator.introspect import gymnasium_time_limit
@@ -44,9 +44,9 @@ def test_workers_with_minigrid_and_memoised_policy() -> None:
     kwargs = dict(features_extractor_class=MiniGridCNN, net_arch=[], normalize_images=False)
     model = DirPG("MultiInputPolicy", env, search_budget=40, batch_episodes=4, seed=0, n_workers=1, policy_kwargs=kwargs)
     model.learn(800)
-    assert model.num_timesteps >= 800 and model._worker_pool is not None
+    assert model.num_timesteps >= 800 and model.worker_pool is not None
     model.close_workers()
-    assert model._worker_pool is None
+    assert model.worker_pool is None
 
 
 def test_split_batch() -> None:
@@ -131,7 +131,7 @@ def test_interrupt_mid_batch_then_learn_again_merges_no_stale_share() -> None:
 def test_learn_resumes_after_the_worker_process_is_killed(signal_number: int) -> None:
     model = recording_model()
     model.learn(500)
-    pool = model._worker_pool
+    pool = model.worker_pool
     process = pool.processes[0]
     os.kill(process.pid, signal_number)
     process.join(timeout=30)
@@ -139,7 +139,7 @@ def test_learn_resumes_after_the_worker_process_is_killed(signal_number: int) ->
     start = model.num_timesteps
     model.learn(800, reset_num_timesteps=False)
     assert model.num_timesteps >= start + 800 - 500  # learn's total counts from the previous run's count
-    assert model._worker_pool is not pool and model._worker_pool.alive
+    assert model.worker_pool is not pool and model.worker_pool.alive
     assert_batches_consistent(model, model.submitted)
     model.close_workers()
 
@@ -148,13 +148,13 @@ def test_a_worker_dying_mid_batch_raises_and_the_next_learn_restarts_the_pool() 
     class KillWorker(BaseCallback):
         def _on_step(self) -> bool:
             if self.n_calls == 3:
-                os.kill(self.model._worker_pool.processes[0].pid, signal.SIGKILL)
+                os.kill(self.model.worker_pool.processes[0].pid, signal.SIGKILL)
             return True
 
     model = recording_model()
     with pytest.raises(WorkerError, match="died"):
         model.learn(2_000, callback=KillWorker())
-    assert model._worker_pool is None
+    assert model.worker_pool is None
     model.learn(600, reset_num_timesteps=False)
     assert_batches_consistent(model, [s for s in model.submitted if s in model.merged])
     model.close_workers()
@@ -163,7 +163,7 @@ def test_a_worker_dying_mid_batch_raises_and_the_next_learn_restarts_the_pool() 
 def test_gather_discards_the_shares_of_an_ungathered_batch() -> None:
     model = DirPG("MlpPolicy", "CartPole-v1", search_budget=10, batch_episodes=2, seed=0)
     env = model.env.unwrapped.envs[0].unwrapped
-    pool = SearchWorkerPool(env, None, model.policy, model._obs_transform, n_workers=1)
+    pool = SearchWorkerPool(env, None, model.policy, model.batched_policy.transform, n_workers=1)
     config = model.search_config()
     rngs = np.random.default_rng(0).spawn(2)
     pool.submit(model.policy, [([11], rngs[:1])], config)  # never gathered, like a batch cut by an interrupt

@@ -26,8 +26,8 @@ from tests.test_parallel import InterruptOnce, SeedRecordingDirPG, assert_batche
 ray = pytest.importorskip("ray")
 from ray.cluster_utils import Cluster  # noqa: E402
 
-from sb3_dirpg.common import ray_pool  # noqa: E402
-from sb3_dirpg.common.ray_pool import RaySearchPool, loopback  # noqa: E402
+from sb3_dirpg.dirpg.workers import ray_actors  # noqa: E402
+from sb3_dirpg.dirpg.workers.ray_actors import RaySearchPool, loopback  # noqa: E402
 
 pytestmark = pytest.mark.integration
 
@@ -82,19 +82,19 @@ def test_one_actor_gives_the_same_run_as_one_process_and_as_a_worker_process(clu
     process.close_workers()
     model = cartpole(n_workers=1, parallel_backend="ray")
     assert_same_run(model, reference)
-    pool = model._worker_pool
+    pool = model.worker_pool
     assert isinstance(pool, RaySearchPool) and pool.n_workers == 1 and pool.replaced == 0
     # the actor searched every batch with the simulators it built at the start, and goes on with them
     (info,) = ray.get([actor.info.remote() for actor in pool.actors])
     assert info["batches"] == pool.batch_id > 1
     model.learn(100, reset_num_timesteps=False)
-    assert model._worker_pool is pool and ray.get(pool.actors[0].info.remote())["pid"] == info["pid"]
+    assert model.worker_pool is pool and ray.get(pool.actors[0].info.remote())["pid"] == info["pid"]
     # saved with the backend, never with the actors
     model.save(tmp_path / "model")
     loaded = DirPG.load(tmp_path / "model")
-    assert (loaded.parallel_backend, loaded.n_workers, loaded._worker_pool) == ("ray", 1, None)
+    assert (loaded.parallel_backend, loaded.n_workers, loaded.worker_pool) == ("ray", 1, None)
     model.close_workers()
-    assert model._worker_pool is None
+    assert model.worker_pool is None
 
 
 class KillActorMidBatch(BaseCallback):
@@ -106,7 +106,7 @@ class KillActorMidBatch(BaseCallback):
         self.killed_in: int | None = None
 
     def _on_step(self) -> bool:
-        pool = self.model._worker_pool
+        pool = self.model.worker_pool
         if self.killed_in is None and pool.batch_id == self.at:
             ray.kill(pool.actors[0])
             self.killed_in = pool.batch_id
@@ -119,7 +119,7 @@ def test_a_killed_actor_is_replaced_and_its_share_searched_again(cluster: Cluste
     model = cartpole(n_workers=1, parallel_backend="ray", search_budget=300, batch_episodes=4)
     kill = KillActorMidBatch(at=2)
     model.learn(2_500, callback=kill)
-    pool = model._worker_pool
+    pool = model.worker_pool
     assert kill.killed_in == 2 and pool.replaced == 1
     assert pool.resubmitted == [(2, 0)], "the share was not searched again in the batch it was killed in"
     p, n, returns = params(model), model.num_timesteps, [ep["r"] for ep in model.ep_info_buffer]
@@ -132,7 +132,7 @@ class InterruptKeepingActors(InterruptOnce):
     """:class:`InterruptOnce` that keeps the handles of the actors searching when it interrupts."""
 
     def _on_step(self) -> bool:
-        self.actors = list(self.model._worker_pool.actors)
+        self.actors = list(self.model.worker_pool.actors)
         return super()._on_step()
 
 
@@ -142,7 +142,7 @@ def test_interrupt_mid_batch_then_learn_again_with_new_actors(cluster: Cluster) 
     interrupt = InterruptKeepingActors(at=30)
     with pytest.raises(KeyboardInterrupt):
         model.learn(5_000, callback=interrupt)
-    assert model._worker_pool is None
+    assert model.worker_pool is None
     with pytest.raises(ray.exceptions.RayActorError):  # the actor of the interrupted batch was killed
         ray.get(interrupt.actors[0].info.remote(), timeout=30)
     interrupted = len(model.submitted) - 1
@@ -158,7 +158,7 @@ def test_two_actors_on_the_cluster_named_by_ray_address_give_the_same_run(cluste
     ray.shutdown()  # this process leaves the cluster; the cluster keeps running
     model = cartpole(n_workers=2, parallel_backend="ray")
     assert_same_run(model, reference)
-    pool = model._worker_pool
+    pool = model.worker_pool
     assert pool.connection == "address" and pool.replaced == 0
     assert ray.get_runtime_context().gcs_address == cluster.address
     assert len([node for node in ray.nodes() if node["Alive"]]) == 2  # the cluster's nodes, no local instance
@@ -187,13 +187,13 @@ def test_connect_keeps_a_connection_else_follows_ray_address_else_starts_locally
     monkeypatch.setattr(ray, "init", lambda **kwargs: calls.append(kwargs))
     monkeypatch.setattr(ray, "is_initialized", lambda: False)
     monkeypatch.setenv("RAY_ADDRESS", "10.0.0.1:6379")
-    assert ray_pool.connect(num_cpus=3) == "address"
+    assert ray_actors.connect(num_cpus=3) == "address"
     monkeypatch.delenv("RAY_ADDRESS")
-    assert ray_pool.connect(num_cpus=3) == "local"
+    assert ray_actors.connect(num_cpus=3) == "local"
     # num_cpus only for a local instance (Ray refuses it when joining a cluster)
     assert calls == [dict(address="10.0.0.1:6379"), dict(address="local", num_cpus=3)]
     monkeypatch.setattr(ray, "is_initialized", lambda: True)
-    assert ray_pool.connect(num_cpus=3) == "connected" and len(calls) == 2
+    assert ray_actors.connect(num_cpus=3) == "connected" and len(calls) == 2
 
 
 def test_unknown_backend_is_refused_naming_the_argument() -> None:
@@ -217,7 +217,7 @@ def test_ray_extra_declares_ray() -> None:
 
 
 def test_scaling_benchmark_runs_on_the_cluster_named_by_ray_address(cluster: Cluster, tmp_path: Path) -> None:
-    from sb3_dirpg.experiments import ray_scaling
+    from benchmarks import ray_scaling
 
     out = tmp_path / "ray_scaling.json"
     args = ["--env", "cartpole", "--scale", "0.01", "--rounds", "1", "--workers", "0", "1", "--backends", "ray",

@@ -30,10 +30,10 @@ class RolloutAlgorithm(SimulatorAlgorithm):
     """Base of the baselines that sample ``n_rollouts`` independent trajectories from the root of every episode.
 
     Each iteration draws ``batch_episodes`` episode seeds, samples all rollouts of all episodes in lockstep
-    (:func:`~sb3_dirpg.baselines.rollouts.collect_rollouts`) and makes one update (:meth:`train`). Every rollout is an
-    on-policy sample, so every rollout's undiscounted return goes into ``rollout/ep_rew_mean`` (``time/episodes`` counts
-    rollouts). ``num_timesteps`` counts every simulator step; ``callback.on_step()`` is called once per lockstep
-    iteration and a False return stops training before the update.
+    (:meth:`collect_rollouts`, with :func:`~sb3_dirpg.baselines.rollouts.collect_rollouts`) and makes one update
+    (:meth:`train`). Every rollout is an on-policy sample, so every rollout's undiscounted return goes into
+    ``rollout/ep_rew_mean`` (``time/episodes`` counts rollouts). ``num_timesteps`` counts every simulator step;
+    ``callback.on_step()`` is called once per lockstep iteration and a False return stops training before the update.
 
     :param n_rollouts: trajectories sampled per episode
     :param kwargs: the arguments of :class:`~sb3_dirpg.common.simulator_algorithm.SimulatorAlgorithm` (without ``heuristic``)
@@ -93,22 +93,20 @@ class RolloutAlgorithm(SimulatorAlgorithm):
             self.simulator, self.policy_logits, seeds, self.n_rollouts, self._search_rng, self.horizon, on_iteration=hook
         )
 
-    def collect_and_train(self, callback: BaseCallback) -> bool:
-        """Sample one batch of episodes and make one update.
+    def collect_rollouts(self, callback: BaseCallback) -> Rollouts | None:
+        """Sample the rollouts of the next batch of episodes and record them in the ``rollout/`` statistics.
 
         :param callback: the training callback
-        :return: False when the callback asked to stop
+        :return: the rollouts, or None when the callback asked to stop
         """
         self._start_collection(callback)
-        seeds = self._episode_rng.integers(0, 2**31 - 1, size=self.n_batch_episodes).tolist()
-        rollouts = self.collect(seeds, callback)
+        rollouts = self.collect(self.episode_seeds(), callback)
         if rollouts is None:
-            return False
+            return None
         for ret, length, success in zip(rollouts.returns().tolist(), rollouts.lengths.tolist(), rollouts.success.tolist()):
             self._record_episode(ret, length, success)
         self._end_collection(callback, rollouts=rollouts)
-        self.train(rollouts)
-        return True
+        return rollouts
 
     @abstractmethod
     def train(self, rollouts: Rollouts) -> None:

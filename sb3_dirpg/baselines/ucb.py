@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import Any, ClassVar, TypeVar
 
 import gymnasium as gym
@@ -22,6 +23,22 @@ from sb3_dirpg.simulator import strip_monitor
 SelfUCB = TypeVar("SelfUCB", bound="UCB")
 
 FEEDBACKS = ("semi", "full")
+
+
+@dataclass
+class Round:
+    """One round of UCB.
+
+    :param tree: edge indices of the tree played
+    :param reward: its tree reward
+    :param edge_rewards: the rewards of its edges (the semi-bandit feedback)
+    :param regret: its expected regret
+    """
+
+    tree: np.ndarray
+    reward: float
+    edge_rewards: np.ndarray
+    regret: float
 
 
 def find_bandit_env(venv: VecEnv) -> gym.Env:
@@ -201,37 +218,36 @@ class UCB(IterativeAlgorithm):
             )
         return total, np.asarray(info["edge_rewards"], dtype=np.float64)[tree]
 
-    def play_round(self, callback: BaseCallback) -> bool:
-        """Play one round (one interaction) and update the statistics.
+    def collect_rollouts(self, callback: BaseCallback) -> Round | None:
+        """Play one round (one interaction) and count it.
 
         :param callback: the training callback
-        :return: False when the callback asked to stop (no update is made then)
+        :return: the round, or None when the callback asked to stop (no update is made then)
         """
         tree = self.choose_tree()
         reward, edge_rewards = self._play(tree, int(self._episode_rng.integers(0, 2**31 - 1)))
         regret = self.best_value - float(self.mu[tree].sum())
         self.cumulative_regret += regret
         self.num_timesteps += 1
-        self.ep_info_buffer.append({"r": reward, "l": 1, "t": round(time.time() - self.start_time / 1e9, 6)})
+        self._update_info_buffer([{"episode": {"r": reward, "l": 1, "t": round(time.time() - self.start_time / 1e9, 6)}}])
         self._episode_num += 1
         callback.update_locals({"tree": tree, "reward": reward, "regret": regret, "edge_rewards": edge_rewards})
         if not callback.on_step():
-            return False
+            return None
+        return Round(tree, reward, edge_rewards, regret)
+
+    def train(self, played: Round) -> None:
+        """Update the statistics with a round's feedback (``"full"``: the tree reward split evenly over its edges).
+
+        :param played: the round
+        """
+        edge_rewards = played.edge_rewards
         if self.feedback == "full":
-            edge_rewards = np.full(len(tree), reward / len(tree))
-        self.policy.update(tree, edge_rewards)
-        self.logger.record_mean("ucb/regret", regret)
-        return True
+            edge_rewards = np.full(len(played.tree), played.reward / len(played.tree))
+        self.policy.update(played.tree, edge_rewards)
+        self.logger.record_mean("ucb/regret", played.regret)
 
     # -- learning --------------------------------------------------------------------------------------------
-
-    def learn_iteration(self, callback: BaseCallback) -> bool:
-        """Play one round (see :meth:`play_round`).
-
-        :param callback: the training callback
-        :return: False when the callback asked to stop
-        """
-        return self.play_round(callback)
 
     def learn(
         self: SelfUCB,

@@ -1,11 +1,11 @@
-"""The learn loop shared by every algorithm of the package: repeat one iteration until enough interactions, log."""
+"""The learn loop shared by every algorithm of the package: collect, update, until enough interactions; log."""
 
 from __future__ import annotations
 
 import sys
 import time
 from abc import abstractmethod
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import BaseCallback
@@ -16,9 +16,10 @@ SelfIterativeAlgorithm = TypeVar("SelfIterativeAlgorithm", bound="IterativeAlgor
 
 
 class IterativeAlgorithm(BaseAlgorithm):
-    """A ``BaseAlgorithm`` whose ``learn`` repeats :meth:`learn_iteration` (collect, then update) until
+    """A ``BaseAlgorithm`` whose ``learn`` repeats :meth:`collect_rollouts` then :meth:`train` (SB3's names) until
     ``total_timesteps`` interactions have been made, and dumps the ``time/`` and ``rollout/`` statistics (plus the
-    subclass's own, :meth:`record_logs`) every ``log_interval`` iterations.
+    subclass's own, :meth:`record_logs`) every ``log_interval`` iterations. Unlike SB3's on-policy loop, the update
+    comes before its iteration's progress update and log dump, so the ``train/`` values are dumped with their iteration.
     """
 
     def check_can_learn(self) -> None:
@@ -27,11 +28,18 @@ class IterativeAlgorithm(BaseAlgorithm):
             raise ValueError(f"{type(self).__name__}.learn() needs an env: pass one to the constructor or call set_env()")
 
     @abstractmethod
-    def learn_iteration(self, callback: BaseCallback) -> bool:
-        """Collect and update once.
+    def collect_rollouts(self, callback: BaseCallback) -> Any:
+        """Collect what one update needs, calling the callback as the interactions are made.
 
         :param callback: the training callback
-        :return: False when the callback asked to stop (no update is made then)
+        :return: what :meth:`train` takes, or None when the callback asked to stop (no update is made then)
+        """
+
+    @abstractmethod
+    def train(self, batch: Any) -> None:
+        """Make one update.
+
+        :param batch: what :meth:`collect_rollouts` returned
         """
 
     def learn(
@@ -61,8 +69,10 @@ class IterativeAlgorithm(BaseAlgorithm):
         callback.on_training_start(locals(), globals())
         iteration = 0
         while self.num_timesteps < total_timesteps:
-            if not self.learn_iteration(callback):
+            batch = self.collect_rollouts(callback)
+            if batch is None:
                 break
+            self.train(batch)
             iteration += 1
             self._update_current_progress_remaining(self.num_timesteps, total_timesteps)
             if log_interval is not None and iteration % log_interval == 0:

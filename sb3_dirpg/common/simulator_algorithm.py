@@ -6,7 +6,6 @@ from __future__ import annotations
 import io
 import pathlib
 import time
-from abc import abstractmethod
 from typing import Any, ClassVar, TypeVar
 
 import gymnasium as gym
@@ -35,8 +34,9 @@ SelfSimulatorAlgorithm = TypeVar("SelfSimulatorAlgorithm", bound="SimulatorAlgor
 class SimulatorAlgorithm(IterativeAlgorithm):
     """Base class of algorithms that learn from seeded, snapshot-able simulators instead of a rollout buffer.
 
-    Each learn iteration draws ``batch_episodes`` episode seeds from the algorithm's seeded RNG, runs the subclass's
-    collection for those episodes on the simulators built from the VecEnv's sub-envs, and makes one update.
+    Each learn iteration draws ``batch_episodes`` episode seeds from the algorithm's seeded RNG, collects those episodes
+    on the simulators built from the VecEnv's sub-envs (the subclass's :meth:`collect_rollouts`), and makes one update
+    (its :meth:`train`).
     ``num_timesteps`` counts every environment interaction; ``callback.on_step()`` is called once per lockstep
     iteration of the collection.
 
@@ -183,6 +183,13 @@ class SimulatorAlgorithm(IterativeAlgorithm):
         """:return: the number of episodes collected per update"""
         return self.batch_episodes or max(self.DEFAULT_BATCH_EPISODES, self.n_envs)
 
+    def episode_seeds(self) -> list[int]:
+        """Draw the seeds of the next batch of episodes from the model's episode stream.
+
+        :return: ``n_batch_episodes`` seeds
+        """
+        return self._episode_rng.integers(0, 2**31 - 1, size=self.n_batch_episodes).tolist()
+
     @property
     def horizon(self) -> int | None:
         """:return: the step limit the collection uses (``max_episode_steps``, else the env's own), or None"""
@@ -320,10 +327,12 @@ class SimulatorAlgorithm(IterativeAlgorithm):
     # -- learning --------------------------------------------------------------------------------------------
 
     def _start_collection(self, callback: BaseCallback) -> None:
-        """Begin a batch's collection: forget the previous batch's episodes and call ``callback.on_rollout_start()``.
+        """Begin a batch's collection: put the policy in training mode, forget the previous batch's episodes and call
+        ``callback.on_rollout_start()``.
 
         :param callback: the training callback
         """
+        self.policy.set_training_mode(True)
         self._batch_episode_infos = []
         callback.on_rollout_start()
 
@@ -345,10 +354,11 @@ class SimulatorAlgorithm(IterativeAlgorithm):
         :param success: whether it ended in success (kept only when the env reports ``info["is_success"]``)
         """
         info: dict[str, Any] = {"r": ret, "l": length, "t": round(time.time() - self.start_time / 1e9, 6)}
-        self.ep_info_buffer.append(info)
+        ended: dict[str, Any] = {"episode": info}  # the infos of a Monitor-wrapped episode's last step
         if self.simulator is not None and self.simulator.reports_success:
-            self.ep_success_buffer.append(float(success))
+            ended["is_success"] = float(success)
             info = dict(info, is_success=bool(success))
+        self._update_info_buffer([ended], np.array([True]))
         self._batch_episode_infos.append(info)
         self._write_monitor_row(ret, length, success)
         self._episode_num += 1
@@ -396,27 +406,10 @@ class SimulatorAlgorithm(IterativeAlgorithm):
         self._n_updates += 1
         return grad_norm
 
-    @abstractmethod
-    def collect_and_train(self, callback: BaseCallback) -> bool:
-        """Collect one batch of episodes and make one update.
-
-        :param callback: the training callback
-        :return: False when the callback asked to stop (no update is made then)
-        """
-
     def check_can_learn(self) -> None:
         """Raise a clear error when there is no env to learn from."""
         if self.simulator is None:
             raise ValueError(f"{type(self).__name__}.learn() needs an env: pass one to the constructor or call set_env()")
-
-    def learn_iteration(self, callback: BaseCallback) -> bool:
-        """Collect one batch of episodes and make one update (see :meth:`collect_and_train`).
-
-        :param callback: the training callback
-        :return: False when the callback asked to stop
-        """
-        self.policy.set_training_mode(True)
-        return self.collect_and_train(callback)
 
 
 def _find_monitor(env: gym.Env) -> Monitor | None:

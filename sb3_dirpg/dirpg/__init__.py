@@ -1,4 +1,4 @@
-"""Direct Policy Gradients: the algorithm and its policies."""
+"""Direct Policy Gradients: the algorithm, its update, its policies and its search workers."""
 
 from sb3_dirpg.dirpg.dirpg import DirPG
 from sb3_dirpg.dirpg.policies import CnnPolicy, MlpPolicy, MultiInputPolicy

@@ -11,10 +11,10 @@ import torch as th
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.type_aliases import GymEnv, Schedule
 
-from sb3_dirpg.common.parallel_backends import SearchPool, check_parallel_backend, make_search_pool
 from sb3_dirpg.common.policies import DirPGPolicy
 from sb3_dirpg.common.simulator_algorithm import SimulatorAlgorithm
-from sb3_dirpg.common.worker_pool import SearchShare, merge_shares, split_batch
+from sb3_dirpg.dirpg.update import SearchShare, merge_shares
+from sb3_dirpg.dirpg.workers import SearchPool, check_parallel_backend, make_search_pool, split_batch
 from sb3_dirpg.search import EpisodeSearch, SearchConfig, SearchResult, TopDownSearch
 from sb3_dirpg.search.protocols import Heuristic
 from sb3_dirpg.simulator import strip_monitor
@@ -104,15 +104,11 @@ class DirPG(SimulatorAlgorithm):
         parallel_backend: str = "process",
         simulator_backend: str = "auto",
     ) -> None:
+        # SearchConfig checks the values of ε, the budget, the priority and α; their types are checked here first, as it
+        # takes a string or a bool for a number
         for name, value in (("epsilon", epsilon), ("search_budget", search_budget), ("alpha", alpha)):
             if isinstance(value, bool) or not isinstance(value, numbers.Real):
                 raise ValueError(f"DirPG: {name} must be a real number, got {value!r} of type {type(value).__name__}")
-        if int(n_workers) != n_workers or n_workers < 0:
-            raise ValueError(f"DirPG: n_workers must be a non-negative integer number of processes, got {n_workers!r}")
-        self.n_workers = int(n_workers)
-        self.parallel_backend = check_parallel_backend(parallel_backend)
-        self._worker_pool: SearchPool | None = None
-        # validates ε, budget, priority and α before any env is built
         SearchConfig(epsilon=epsilon, budget=search_budget, priority=priority, alpha=alpha, gamma=gamma)
         if priority == "astar" and alpha > 0 and heuristic is None:
             raise ValueError("DirPG: priority='astar' with alpha > 0 needs a heuristic(env) bound on the return-to-go")
@@ -129,6 +125,11 @@ class DirPG(SimulatorAlgorithm):
                 UserWarning,
                 stacklevel=2,
             )
+        if int(n_workers) != n_workers or n_workers < 0:
+            raise ValueError(f"DirPG: n_workers must be a non-negative integer number of processes, got {n_workers!r}")
+        self.n_workers = int(n_workers)
+        self.parallel_backend = check_parallel_backend(parallel_backend)
+        self._worker_pool: SearchPool | None = None
         self.epsilon = float(epsilon)
         self.search_budget = int(search_budget)
         self.priority = priority
@@ -193,18 +194,12 @@ class DirPG(SimulatorAlgorithm):
         hook = self._iteration_hook(callback) if callback is not None else None
         return search.run(seeds, self._search_rng if rng is None else rng, on_iteration=hook)
 
-    def episode_seeds(self) -> list[int]:
-        """Draw the seeds of the next batch of episodes from the model's episode stream.
-
-        :return: ``n_batch_episodes`` seeds
-        """
-        return self._episode_rng.integers(0, 2**31 - 1, size=self.n_batch_episodes).tolist()
-
-    def collect_and_train(self, callback: BaseCallback) -> bool:
-        """Search one batch of episodes and make one DirPG update.
+    def collect_rollouts(self, callback: BaseCallback) -> SearchShare | None:
+        """Search the next batch of episodes, here and in the search workers, and record its ``a_opt`` episodes in the
+        ``rollout/`` statistics.
 
         :param callback: the training callback
-        :return: False when the callback asked to stop
+        :return: the batch's outcomes and update steps, or None when the callback asked to stop
         """
         self._start_collection(callback)
         seeds = self.episode_seeds()
@@ -212,19 +207,18 @@ class DirPG(SimulatorAlgorithm):
         if self.n_workers == 0:
             batch, stopped = SearchShare.from_search(lambda: self.search(seeds, callback=callback, rng=rngs))
             if stopped:
-                return False
+                return None
         else:
             batch = self._search_with_workers(seeds, rngs, callback)
             if batch is None:
-                return False
+                return None
         searched = [ep.seed for ep in batch.episodes]
         if searched != seeds:  # the update must only ever see the episodes of this batch
             raise RuntimeError(f"DirPG: the merged batch holds the episodes {searched}, but {seeds} were submitted")
         self._check_heuristic(batch.episodes)
         self._log_search(batch.episodes)
         self._end_collection(callback, search=batch.episodes)
-        self.train(batch)
-        return True
+        return batch
 
     def _search_with_workers(
         self, seeds: list[int], rngs: list[np.random.Generator], callback: BaseCallback
@@ -235,6 +229,9 @@ class DirPG(SimulatorAlgorithm):
         too). An exception or interrupt while a batch is being searched stops the workers, so that no share of the
         interrupted batch can be merged later; the next batch starts new ones.
 
+        :param seeds: the batch's episode seeds
+        :param rngs: one generator per episode
+        :param callback: the training callback (called by the search of this process's share)
         :return: the merged batch, or None when the callback asked to stop
         """
         if self._worker_pool is not None and not self._worker_pool.alive:
@@ -246,7 +243,7 @@ class DirPG(SimulatorAlgorithm):
             self._worker_pool = make_search_pool(
                 self.parallel_backend, env, self.heuristic, self.policy, self._obs_transform, self.n_workers,
                 getattr(self, "simulator_backend", "auto"),
-            )
+            )  # fmt: skip
         pool = self._worker_pool
         parts = split_batch(list(zip(seeds, rngs)), self.n_workers + 1)
         own, others = parts[0], [part for part in parts[1:] if part]
@@ -363,6 +360,16 @@ class DirPG(SimulatorAlgorithm):
         """
         super().set_env(env, force_reset=force_reset)
         self.close_workers()
+
+    @property
+    def worker_pool(self) -> SearchPool | None:
+        """The running search workers, read-only: they start with the first batch of ``learn`` when ``n_workers > 0``,
+        and stop at :meth:`close_workers`, :meth:`set_env` or an exception during a batch (the next batch starts new ones).
+
+        :return: the pool (a :class:`~sb3_dirpg.dirpg.workers.SearchWorkerPool` or a
+            :class:`~sb3_dirpg.dirpg.workers.ray_actors.RaySearchPool`), or None
+        """
+        return self._worker_pool
 
     def close_workers(self, wait: bool = True) -> None:
         """Stop the search workers, processes or Ray actors (they start again at the next ``learn``).

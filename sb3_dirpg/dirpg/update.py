@@ -1,5 +1,6 @@
-"""The steps of a DirPG update: where ``a_dir`` and ``a_opt`` differ. Pure numpy (no torch), so search workers can build
-them and send them to the learner.
+"""The steps of a DirPG update: where ``a_dir`` and ``a_opt`` differ, and the share of a batch a search sends back (the
+episodes' outcomes and those steps). Pure numpy (no torch), so search workers can build them and send them to the
+learner.
 
 The update is ``(1/ε)[∇log P(a_dir) − ∇log P(a_opt)]``; the log-probabilities of a shared prefix cancel, so only the
 steps after the two trajectories part are kept, with sign +1 on ``a_dir``'s and −1 on ``a_opt``'s.
@@ -8,13 +9,13 @@ steps after the two trajectories part are kept, with sign +1 on ``a_dir``'s and 
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from sb3_dirpg.search import SearchResult
+from sb3_dirpg.search import EpisodeSearch, SearchResult, cyclic_gc_paused
 
 
 @dataclass
@@ -82,3 +83,52 @@ def _search_result_steps(result: SearchResult) -> UpdateSteps:
         signs=np.asarray(signs, dtype=np.float64),
         episodes=np.asarray(episodes, dtype=np.int64),
     )
+
+
+@dataclass
+class SearchShare:
+    """What a search sends back: per-episode outcomes (without their tree) and the steps of the update."""
+
+    episodes: list[EpisodeSearch]
+    steps: UpdateSteps
+
+    @classmethod
+    def of(cls, result: SearchResult) -> SearchShare:
+        """:param result: a search result
+        :return: its compact form"""
+        return cls(episodes=result.episodes, steps=update_steps(result))
+
+    @classmethod
+    def from_search(cls, run: Callable[[], SearchResult]) -> tuple[SearchShare, bool]:
+        """Run a search and keep only its share, freeing the tree while Python's cyclic collector is still paused (the
+        first collection after the pause would otherwise walk every object of the tree).
+
+        :param run: runs the search and returns its result
+        :return: the share, and whether the search was stopped by its ``on_iteration`` hook
+        """
+        with cyclic_gc_paused():
+            result = run()
+            share, stopped = cls.of(result), result.stopped
+            del result
+        return share, stopped
+
+
+def merge_shares(shares: Sequence[SearchShare]) -> SearchShare:
+    """Concatenate shares, renumbering the episodes of the update steps.
+
+    :param shares: the shares, in episode order
+    :return: one share for the whole batch
+    """
+    episodes: list[EpisodeSearch] = []
+    obs: list = []
+    masks, actions, signs, eps = [], [], [], []
+    for share in shares:
+        offset = len(episodes)
+        episodes.extend(share.episodes)
+        obs.extend(share.steps.obs)
+        masks.append(share.steps.masks)
+        actions.append(share.steps.actions)
+        signs.append(share.steps.signs)
+        eps.append(share.steps.episodes + offset)
+    steps = UpdateSteps(obs, np.concatenate(masks), np.concatenate(actions), np.concatenate(signs), np.concatenate(eps))
+    return SearchShare(episodes=episodes, steps=steps)

@@ -13,10 +13,9 @@ import multiprocessing as mp
 import pickle
 import signal
 import traceback
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from multiprocessing.connection import Connection
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import cloudpickle
 import gymnasium as gym
@@ -27,66 +26,11 @@ from stable_baselines3.common.vec_env.base_vec_env import CloudpickleWrapper
 from sb3_dirpg.common.batched_policy import BatchedPolicy, ObservationTransform
 from sb3_dirpg.common.policies import DirPGPolicy
 from sb3_dirpg.common.simulator_backends import make_vec_simulator
-from sb3_dirpg.search import EpisodeSearch, SearchConfig, SearchResult, TopDownSearch, cyclic_gc_paused
+from sb3_dirpg.dirpg.update import SearchShare
+from sb3_dirpg.search import SearchConfig, TopDownSearch
 from sb3_dirpg.search.protocols import Heuristic
 from sb3_dirpg.simulator import SimulatorWrapper
 from sb3_dirpg.simulator.introspect import gymnasium_time_limit
-
-if TYPE_CHECKING:
-    from sb3_dirpg.dirpg.update import UpdateSteps
-
-
-@dataclass
-class SearchShare:
-    """What a search sends back: per-episode outcomes (without their tree) and the steps of the update."""
-
-    episodes: list[EpisodeSearch]
-    steps: UpdateSteps
-
-    @classmethod
-    def of(cls, result: SearchResult) -> SearchShare:
-        """:param result: a search result
-        :return: its compact form"""
-        from sb3_dirpg.dirpg.update import update_steps  # here: sb3_dirpg.dirpg imports this module
-
-        return cls(episodes=result.episodes, steps=update_steps(result))
-
-    @classmethod
-    def from_search(cls, run: Callable[[], SearchResult]) -> tuple[SearchShare, bool]:
-        """Run a search and keep only its share, freeing the tree while Python's cyclic collector is still paused (the
-        first collection after the pause would otherwise walk every object of the tree).
-
-        :param run: runs the search and returns its result
-        :return: the share, and whether the search was stopped by its ``on_iteration`` hook
-        """
-        with cyclic_gc_paused():
-            result = run()
-            share, stopped = cls.of(result), result.stopped
-            del result
-        return share, stopped
-
-
-def merge_shares(shares: Sequence[SearchShare]) -> SearchShare:
-    """Concatenate shares, renumbering the episodes of the update steps.
-
-    :param shares: the shares, in episode order
-    :return: one share for the whole batch
-    """
-    from sb3_dirpg.dirpg.update import UpdateSteps  # here: sb3_dirpg.dirpg imports this module
-
-    episodes: list[EpisodeSearch] = []
-    obs: list = []
-    masks, actions, signs, eps = [], [], [], []
-    for share in shares:
-        offset = len(episodes)
-        episodes.extend(share.episodes)
-        obs.extend(share.steps.obs)
-        masks.append(share.steps.masks)
-        actions.append(share.steps.actions)
-        signs.append(share.steps.signs)
-        eps.append(share.steps.episodes + offset)
-    steps = UpdateSteps(obs, np.concatenate(masks), np.concatenate(actions), np.concatenate(signs), np.concatenate(eps))
-    return SearchShare(episodes=episodes, steps=steps)
 
 
 class _EnvPickler(cloudpickle.Pickler):
@@ -126,6 +70,15 @@ def _worker(
     transform: ObservationTransform,
     simulator_backend: str,
 ) -> None:
+    """A worker process: build the simulators and the policy once, then search the shares sent until told to close.
+
+    :param conn: the worker's end of its pipe to the learner
+    :param env_wrapper: the env chain to search
+    :param policy_wrapper: the policy's (class, constructor parameters)
+    :param heuristic_wrapper: the heuristic, or None
+    :param transform: the VecEnv's observation transform
+    :param simulator_backend: the learner's ``simulator_backend``
+    """
     import torch as th
 
     # a SIGINT stops a worker whatever handler the learner has (a job started with ``&`` in a script ignores SIGINT)
@@ -149,7 +102,7 @@ def _worker(
                 search = TopDownSearch(simulator, batched.search_function(), config)
                 share, _ = SearchShare.from_search(functools.partial(search.run, seeds, rngs))
             except Exception as error:  # e.g. a guard refusing the env's output: the learner raises it
-                conn.send((batch_id, _picklable(error)))
+                conn.send((batch_id, picklable_error(error)))
                 continue
             conn.send((batch_id, share))
     except (EOFError, KeyboardInterrupt, BrokenPipeError):
@@ -158,7 +111,7 @@ def _worker(
         conn.close()
 
 
-def _picklable(error: Exception) -> Exception:
+def picklable_error(error: Exception) -> Exception:
     """:param error: an exception raised in a worker, being handled
     :return: the exception itself if it can be sent to the learner, else a RuntimeError with its message; either way
         with the worker's traceback as a note (Python >= 3.11), which the learner's traceback would not show"""
@@ -296,14 +249,3 @@ class SearchWorkerPool:
 
     def __del__(self) -> None:
         self.close(wait=False)
-
-
-def split_batch(items: Sequence[Any], n_parts: int) -> list[list[Any]]:
-    """Split a batch into ``n_parts`` contiguous, nearly equal parts (the first ones larger).
-
-    :param items: the batch
-    :param n_parts: number of parts
-    :return: the parts (some empty if the batch is smaller than ``n_parts``)
-    """
-    bounds = np.linspace(0, len(items), n_parts + 1).round().astype(int)
-    return [list(items[a:b]) for a, b in zip(bounds[:-1], bounds[1:])]

@@ -1,5 +1,5 @@
-"""Search workers as Ray actors: the same interface as :class:`~sb3_dirpg.common.worker_pool.SearchWorkerPool`, on
-one machine or a cluster.
+"""Search workers as Ray actors: the same interface as :class:`~sb3_dirpg.dirpg.workers.processes.SearchWorkerPool`,
+on one machine or a cluster.
 
 Each actor builds its simulators and a copy of the policy once and keeps them between batches. The weights go out
 once per batch through the object store (one ``ray.put``, the same reference to every actor); only the update steps
@@ -30,7 +30,8 @@ except ImportError as _error:
 from sb3_dirpg.common.batched_policy import BatchedPolicy, ObservationTransform
 from sb3_dirpg.common.policies import DirPGPolicy
 from sb3_dirpg.common.simulator_backends import make_vec_simulator
-from sb3_dirpg.common.worker_pool import EnvPickle, SearchShare, WorkerError, _picklable
+from sb3_dirpg.dirpg.update import SearchShare
+from sb3_dirpg.dirpg.workers.processes import EnvPickle, WorkerError, picklable_error
 from sb3_dirpg.search import SearchConfig, TopDownSearch
 from sb3_dirpg.search.protocols import Heuristic
 from sb3_dirpg.simulator import SimulatorWrapper
@@ -131,7 +132,7 @@ class SearchActor:
             search = TopDownSearch(self.simulator, self.batched.search_function(), config)
             share, _ = SearchShare.from_search(functools.partial(search.run, seeds, rngs))
         except Exception as error:  # e.g. a guard refusing the env's output: the learner raises it
-            return _picklable(error)
+            return picklable_error(error)
         return share
 
 
@@ -194,7 +195,10 @@ class RaySearchPool:
         self._wait_ready(start_timeout)
 
     def _wait_ready(self, timeout: float) -> None:
-        """Wait until every actor is built, so that a failing constructor or a cluster without room says so now."""
+        """Wait until every actor is built, so that a failing constructor or a cluster without room says so now.
+
+        :param timeout: seconds to wait before raising :class:`WorkerError`
+        """
         refs = [actor.ready.remote() for actor in self.actors]
         start = time.monotonic()
         _, waiting = ray.wait(refs, num_returns=len(refs), timeout=timeout)

@@ -1,19 +1,21 @@
-"""The backends of the search workers: ``"process"`` (:class:`~sb3_dirpg.common.worker_pool.SearchWorkerPool`,
-worker processes on this machine) and ``"ray"`` (:class:`~sb3_dirpg.common.ray_pool.RaySearchPool`, Ray actors on
-this machine or a cluster). Both have the same interface, :class:`SearchPool`.
+"""The backends of the search workers: ``"process"`` (:class:`~sb3_dirpg.dirpg.workers.processes.SearchWorkerPool`,
+worker processes on this machine) and ``"ray"`` (:class:`~sb3_dirpg.dirpg.workers.ray_actors.RaySearchPool`, Ray
+actors on this machine or a cluster). Both have the same interface, :class:`SearchPool`; :func:`split_batch` cuts a
+batch into the shares they search.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
 import gymnasium as gym
 import numpy as np
 
 from sb3_dirpg.common.batched_policy import ObservationTransform
 from sb3_dirpg.common.policies import DirPGPolicy
-from sb3_dirpg.common.worker_pool import SearchShare, SearchWorkerPool
+from sb3_dirpg.dirpg.update import SearchShare
+from sb3_dirpg.dirpg.workers.processes import SearchWorkerPool
 from sb3_dirpg.search import SearchConfig
 from sb3_dirpg.search.protocols import Heuristic
 
@@ -81,7 +83,18 @@ def make_search_pool(
     """
     check_parallel_backend(backend)
     if backend == "ray":
-        from sb3_dirpg.common.ray_pool import RaySearchPool
+        from sb3_dirpg.dirpg.workers.ray_actors import RaySearchPool  # here: Ray is optional
 
         return RaySearchPool(env, heuristic, policy, transform, n_workers, simulator_backend=simulator_backend)
     return SearchWorkerPool(env, heuristic, policy, transform, n_workers, simulator_backend=simulator_backend)
+
+
+def split_batch(items: Sequence[Any], n_parts: int) -> list[list[Any]]:
+    """Split a batch into ``n_parts`` contiguous, nearly equal parts (the first ones larger).
+
+    :param items: the batch
+    :param n_parts: number of parts
+    :return: the parts (some empty if the batch is smaller than ``n_parts``)
+    """
+    bounds = np.linspace(0, len(items), n_parts + 1).round().astype(int)
+    return [list(items[a:b]) for a, b in zip(bounds[:-1], bounds[1:])]
