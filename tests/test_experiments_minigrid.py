@@ -1,4 +1,5 @@
-"""Smoke tests of the MiniGrid experiment modules (tiny settings; the real figures come from running the modules)."""
+"""Smoke tests of the MiniGrid experiment modules: the paper's figure 3 (``multiroom --figure``), the control variate and
+DirPG against PPO (tiny settings; the real figures come from running the modules)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from sb3_dirpg.experiments import control_variate, minigrid, vs_ppo
+from sb3_dirpg.experiments import control_variate, multiroom, vs_ppo
 
 pytestmark = pytest.mark.integration
 
@@ -26,12 +27,12 @@ def _check_outputs(out: Path, name: str) -> dict:
     return data
 
 
-def test_minigrid_module_runs(tmp_path: Path) -> None:
-    argv = ["--out", str(tmp_path), "--env-id", TINY_ENV, "--interactions", "300", "--seeds", "2", "--alphas", "0", "1",
-            "--horizon", "10", "--search-budget", "40", "--n-rollouts", "3", "--eval-maps", "1", "--hist-maps", "1",
-            "--bins", "2", "--d-alpha", "1", "--hist-env", TINY_ENV, "--hist-horizon", "10",
+def test_multiroom_figure_runs(tmp_path: Path) -> None:
+    argv = ["--figure", "--out", str(tmp_path), "--env-id", TINY_ENV, "--interactions", "300", "--seeds", "0", "1",
+            "--alphas", "0", "1", "--horizon", "10", "--search-budget", "40", "--n-rollouts", "3", "--eval-maps", "1",
+            "--hist-maps", "1", "--bins", "2", "--d-alpha", "1", "--hist-env", TINY_ENV, "--hist-horizon", "10",
             "--hist-budget", "40"]  # fmt: skip
-    minigrid.main(argv)
+    multiroom.main(argv)
     data = _check_outputs(tmp_path, "minigrid")
     assert {"settings", "x_interactions", "curves", "summary", "quality_vs_quantity", "d_method"} <= set(data)
     methods = {"dirpg-0", "dirpg-1", "reinforce-trajectory", "reinforce-action", "cem"}
@@ -44,6 +45,7 @@ def test_minigrid_module_runs(tmp_path: Path) -> None:
     hist = data["quality_vs_quantity"]["raw"]
     assert set(hist) == {"gumbel", "astar α=0", "astar α=1"}
     assert all(len(v["trajectories"]) == 1 and v["trajectories"][0] >= 1 for v in hist.values())
+    assert data["settings"]["seeds"] == [0, 1] and data["settings"]["frozen_policy"].startswith("dirpg-1, seed 0")
 
 
 def test_control_variate_module_runs(tmp_path: Path) -> None:

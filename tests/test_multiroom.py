@@ -1,11 +1,13 @@
 """MultiRoom-N6, the paper's flagship task: the shipped search must complete trajectories with an untrained policy, stop
-on success, and the learning-at-scale experiment must run, checkpoint and resume (tiny budgets here)."""
+on success, and the learning-at-scale experiment must run, checkpoint and resume (tiny budgets here); its greedy
+evaluation, shared with the paper's figure 3 (``--figure``), counts the maps where the agent reaches the goal."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
+import gymnasium as gym
 import numpy as np
 import pytest
 import yaml
@@ -118,3 +120,71 @@ def test_shipped_yaml_matches_the_experiment_setting() -> None:
 def test_probe_reports_the_dirpg_settings_only() -> None:
     out = multiroom.probe_search(["dirpg", "reinforce"], n_maps=1)
     assert set(out) == {"dirpg"} and out["dirpg"]["trajectories"] >= 1 and out["dirpg"]["interactions"] <= 3000
+
+
+def test_greedy_eval_counts_the_maps_where_the_agent_reaches_the_goal() -> None:
+    plan = [2, 2, 1, 2, 2]  # Empty-5x5: the agent starts at (1, 1) facing right, the goal is at (3, 3)
+    batches: list[int] = []
+
+    def act(obs: list) -> list[int]:
+        batches.append(len(obs))
+        return [plan[len(batches) - 1]] * len(obs)
+
+    shaped = [multiroom.make_env("MiniGrid-Empty-5x5-v0", None) for _ in range(3)]
+    assert multiroom.greedy_eval(act, shaped, [0, 1, 2]) == {"return": 100.0, "success": 1.0}  # the goal reward
+    assert batches == [3] * len(plan)  # every map stepped in each batch until all ended
+    batches.clear()
+    assert multiroom.greedy_eval(act, shaped, [0, 1, 2], max_steps=4) == {"return": 0.0, "success": 0.0}
+    assert batches == [3] * 4
+    batches.clear()
+    plain = gym.make("MiniGrid-Empty-5x5-v0")  # MiniGrid's own reward, and no info["is_success"]
+    result = multiroom.greedy_eval(act, [plain], [0])
+    assert result["success"] == 1.0 and 0 < result["return"] < 1
+    with pytest.raises(ValueError, match="1 envs but 2 seeds"):
+        multiroom.greedy_eval(act, [plain], [0, 1])
+
+
+def test_reaching_the_goal_is_the_only_success() -> None:
+    assert multiroom.reached_goal(0.0, True, {"is_success": True})  # the shaped reward's own flag
+    assert not multiroom.reached_goal(150.0, False, {"is_success": False})  # five doors are no success
+    assert multiroom.reached_goal(0.5, True, {}) and not multiroom.reached_goal(0.5, False, {})
+    assert not multiroom.reached_goal(0.0, True, {})  # a plain MiniGrid env ending without reward
+
+
+def test_greedy_actions_are_the_models_deterministic_predictions() -> None:
+    env_id = "MiniGrid-MultiRoom-N2-S4-v0"
+    model = multiroom.make_model(multiroom.METHODS["dirpg"], 0, env_id, None)
+    env = multiroom.make_env(env_id, None)
+    rng = np.random.default_rng(0)
+    obs = []
+    for seed in range(4):
+        obs.append(env.reset(seed=seed)[0])
+        for _ in range(3):
+            obs.append(env.step(int(rng.integers(3)))[0])
+    expected = [int(model.predict(o, deterministic=True)[0]) for o in obs]
+    assert multiroom.greedy_actions(model)(obs) == expected
+
+
+def test_figure_methods_share_the_builder() -> None:
+    settings = dict(search_budget=40, n_rollouts=3, early_stop=False, learning_rate=1e-3, batch_episodes=2, horizon=10)
+    common = multiroom.figure_common(settings)
+    dirpg = multiroom.make_model(multiroom.figure_method("dirpg-0.3", settings), 0, "MiniGrid-MultiRoom-N2-S4-v0", None,
+                                 common)  # fmt: skip
+    assert isinstance(dirpg, DirPG) and dirpg.max_episode_steps == 10 and dirpg.gamma == 1.0
+    assert isinstance(dirpg.heuristic, MultiRoomBound) and dirpg.heuristic.gamma == 1.0
+    reinforce = multiroom.make_model(multiroom.figure_method("reinforce-trajectory", settings), 0,
+                                     "MiniGrid-MultiRoom-N2-S4-v0", None, common)  # fmt: skip
+    assert isinstance(reinforce, Reinforce) and reinforce.n_rollouts == 3
+    with pytest.raises(ValueError, match="unknown method 'ppo'"):
+        multiroom.figure_method("ppo", settings)
+
+
+@pytest.mark.parametrize(
+    "argv, refused",
+    [(["--figure", "--resume", "--procs", "1"], "--procs, --resume: only for the learning runs"),
+     (["--alphas", "0.3", "--full"], "--full, --alphas: only for --figure")],
+)  # fmt: skip
+def test_an_option_of_one_run_is_refused_by_the_other(argv: list[str], refused: str, capsys) -> None:
+    with pytest.raises(SystemExit):
+        multiroom.main(argv)
+    assert refused in capsys.readouterr().err

@@ -1,13 +1,18 @@
-"""Installs: the extras cover what the code and the tests import, CI runs the README's test command, and messages about
-missing optional packages name the sb3-dirpg extra to install."""
+"""Installs: the extras cover what the code, the benchmarks and the tests import, CI runs the README's test command,
+messages about missing optional packages name the sb3-dirpg extra to install, the wheel ships the package without the
+benchmarks, and the experiments write their results where a checkout or an install expects them."""
 
 from __future__ import annotations
 
 import ast
+import importlib.util
+import os
 import re
+import shutil
 import subprocess
 import sys
-from importlib.metadata import packages_distributions
+import zipfile
+from importlib.metadata import packages_distributions, version
 from pathlib import Path
 
 import pytest
@@ -17,7 +22,7 @@ pytestmark = pytest.mark.integration
 tomllib = pytest.importorskip("tomllib")  # the standard library has it from Python 3.11
 ROOT = Path(__file__).resolve().parents[1]
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
-FIRST_PARTY = {"sb3_dirpg", "tests"}
+FIRST_PARTY = {"sb3_dirpg", "benchmarks", "tests"}
 
 
 def requirement_names(requirements: list[str]) -> set[str]:
@@ -51,6 +56,18 @@ def test_tests_extra_covers_every_import_of_the_suite() -> None:
     declared = requirement_names(PYPROJECT["project"]["dependencies"] + PYPROJECT["project"]["optional-dependencies"]["tests"])
     needed = third_party_distributions(imported_top_level(sorted((ROOT / "tests").glob("*.py"))))
     assert needed <= declared, f"imported by the tests but not in [tests] or the dependencies: {needed - declared}"
+
+
+def test_tests_extra_covers_the_benchmarks() -> None:
+    """The benchmarks run from a checkout set up for the tests."""
+    declared = requirement_names(PYPROJECT["project"]["dependencies"] + PYPROJECT["project"]["optional-dependencies"]["tests"])
+    needed = third_party_distributions(imported_top_level(sorted((ROOT / "benchmarks").glob("*.py"))))
+    assert needed <= declared, f"imported by the benchmarks but not in [tests] or the dependencies: {needed - declared}"
+
+
+def test_the_package_never_imports_the_benchmarks() -> None:
+    """``benchmarks/`` is not in the wheel: an import of it from the package would fail once installed."""
+    assert "benchmarks" not in imported_top_level(sorted((ROOT / "sb3_dirpg").rglob("*.py")))
 
 
 def test_zoo_extra_covers_the_bridge_and_the_undeclared_requests() -> None:
@@ -104,3 +121,71 @@ def test_progress_bar_without_tqdm_names_the_extra(monkeypatch) -> None:
     monkeypatch.setitem(sys.modules, "tqdm.rich", None)
     with pytest.raises(ImportError, match=re.escape("pip install sb3-dirpg[extra]")):
         InteractionProgressBar()
+
+
+def build_requirements_missing() -> str | None:
+    """:return: why this environment cannot build the wheel without downloading anything, or None if it can"""
+    if importlib.util.find_spec("setuptools") is None:
+        return "setuptools is not installed"
+    major, minor = (int(part) for part in re.findall(r"\d+", version("setuptools"))[:2])
+    if (major, minor) < (70, 1) and importlib.util.find_spec("wheel") is None:  # setuptools ships bdist_wheel from 70.1
+        return f"setuptools {major}.{minor} builds wheels only with the wheel package, which is not installed"
+    return None
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory) -> Path:
+    """The wheel built by the project's build backend from a copy of this checkout (a build writes ``build/`` and
+    ``*.egg-info`` beside the sources), benchmarks and tests included in the copy."""
+    missing = build_requirements_missing()
+    if missing:
+        pytest.skip(f"cannot build the wheel here: {missing}")
+    source = tmp_path_factory.mktemp("source")
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, source / name)
+    for name in ("sb3_dirpg", "benchmarks", "tests"):
+        shutil.copytree(ROOT / name, source / name, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+    dist = tmp_path_factory.mktemp("dist")
+    code = f"from setuptools import build_meta; print(build_meta.build_wheel({str(dist)!r}))"
+    done = subprocess.run([sys.executable, "-c", code], cwd=source, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return dist / done.stdout.strip().splitlines()[-1]
+
+
+def test_the_wheel_ships_the_package_and_its_experiments_but_no_benchmarks(wheel: Path) -> None:
+    names = zipfile.ZipFile(wheel).namelist()
+    assert {name.split("/")[0] for name in names if ".dist-info/" not in name} == {"sb3_dirpg"}
+    assert {"sb3_dirpg/experiments/quickstart.py", "sb3_dirpg/experiments/multiroom.py"} <= set(names)
+    assert "sb3_dirpg/zoo_hyperparams/dirpg.yml" in names
+    benchmarks = {path.stem for path in (ROOT / "benchmarks").glob("*.py")} - {"__init__", "common"}
+    assert {"throughput", "paired_speed", "ray_scaling"} <= benchmarks
+    assert not [name for name in names if name.startswith("sb3_dirpg/") and Path(name).stem in benchmarks]
+
+
+def test_experiments_write_to_the_checkouts_results_or_to_results_in_the_current_directory(tmp_path: Path) -> None:
+    from sb3_dirpg.experiments.common import default_out, source_checkout
+
+    assert default_out() == ROOT / "docs" / "results"  # the tests import the package from this checkout
+    checkout = tmp_path / "checkout"
+    (checkout / "docs" / "results").mkdir(parents=True)
+    (checkout / "pyproject.toml").write_text("")
+    assert source_checkout(checkout / "sb3_dirpg") == checkout
+    assert default_out(checkout / "sb3_dirpg") == checkout / "docs" / "results"
+    (checkout / "pyproject.toml").unlink()  # a folder with docs/results/ but no project is no checkout
+    assert source_checkout(checkout / "sb3_dirpg") is None and default_out(checkout / "sb3_dirpg") == Path("results")
+    (checkout / "pyproject.toml").write_text("")
+    shutil.rmtree(checkout / "docs")  # nor is a project without the results folder
+    assert source_checkout(checkout / "sb3_dirpg") is None
+
+
+def test_an_installed_package_writes_its_results_to_results_in_the_current_directory(wheel: Path, tmp_path: Path) -> None:
+    site, work = tmp_path / "site-packages", tmp_path / "work"
+    zipfile.ZipFile(wheel).extractall(site)  # what pip installs of a pure-Python wheel
+    work.mkdir()
+    code = "import sb3_dirpg.experiments.common as c; print(c.__file__); print(c.default_out())"
+    env = dict(os.environ, PYTHONPATH=str(site))
+    done = subprocess.run([sys.executable, "-c", code], cwd=work, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    imported, out = done.stdout.strip().splitlines()[-2:]
+    assert Path(imported).is_relative_to(site)
+    assert out == "results"

@@ -1,12 +1,16 @@
-"""Smoke test of the throughput benchmark module (tiny settings; the real figures come from running the module)."""
+"""Smoke tests of the benchmarks of ``benchmarks/`` (tiny settings; the real figures come from running the modules)."""
 
 from __future__ import annotations
 
 import json
+import shutil
+from pathlib import Path
 
 import pytest
 
-from sb3_dirpg.experiments import throughput
+from benchmarks import throughput
+
+ROOT = Path(__file__).resolve().parents[1]
 
 pytestmark = pytest.mark.integration
 
@@ -44,7 +48,7 @@ def test_the_compiled_simulator_is_profiled_and_timed_on_multiroom() -> None:
 
 
 def test_search_core_module_measures_the_core_alone(tmp_path) -> None:
-    from sb3_dirpg.experiments import search_core
+    from benchmarks import search_core
 
     out = tmp_path / "core.json"
     results = search_core.main(["--batches", "4", "--repeats", "1", "--json", str(out)])
@@ -58,27 +62,50 @@ def test_search_core_module_measures_the_core_alone(tmp_path) -> None:
     assert row["core_us"] > 0
 
 
-def test_paired_speed_compares_two_trees_side_by_side(tmp_path) -> None:
-    from pathlib import Path
+def old_layout_tree(root: Path) -> Path:
+    """A source tree laid out as before the benchmarks left the package: this checkout's ``sb3_dirpg`` (linked) with
+    the throughput workload in ``sb3_dirpg/experiments/``, and no ``benchmarks/``.
 
-    import sb3_dirpg
-    from sb3_dirpg.experiments import paired_speed
+    :param root: where to build it
+    :return: the tree's root
+    """
+    package = root / "sb3_dirpg"
+    package.mkdir(parents=True)
+    for entry in (ROOT / "sb3_dirpg").iterdir():
+        if entry.name not in ("experiments", "__pycache__"):
+            (package / entry.name).symlink_to(entry)
+    (package / "experiments").mkdir()
+    (package / "experiments" / "__init__.py").write_text("")
+    shutil.copy(ROOT / "benchmarks" / "throughput.py", package / "experiments" / "throughput.py")
+    return root
 
-    tree = Path(sb3_dirpg.__file__).resolve().parents[1]
+
+def test_paired_speed_races_an_old_layout_tree_against_this_one(tmp_path) -> None:
+    from benchmarks import paired_speed
+
+    old = old_layout_tree(tmp_path / "old")
+    assert paired_speed.workload_module(old) == "sb3_dirpg.experiments.throughput"
+    assert paired_speed.workload_module(ROOT) == "benchmarks.throughput"
     out = tmp_path / "paired.json"
-    args = [str(tree), str(tree), "--rounds", "2", "--interactions", "400", "--workload", "cartpole", "--batch", "2"]
+    args = [str(old), str(ROOT), "--rounds", "2", "--interactions", "400", "--workload", "cartpole", "--batch", "2"]
     result = paired_speed.main([*args, "--json", str(out)])
     assert json.loads(out.read_text()) == result
+    assert result["workload_modules"] == {"old": "sb3_dirpg.experiments.throughput", "new": "benchmarks.throughput"}
     assert len(result["ratios"]) == 2 and all(r > 0 for r in result["ratios"])
     assert result["ratios"] == pytest.approx([n / o for o, n in zip(result["rates_old"], result["rates_new"])])
     assert 0 <= result["sign_test_p"] <= 1
     assert result["same_parameters"]  # the same code with the same seed trains the same parameters
     with pytest.raises(ValueError, match="holds no sb3_dirpg package"):
-        paired_speed.compare(tmp_path, tree, 1, 100, "cartpole", 2, verbose=False)
+        paired_speed.compare(tmp_path, ROOT, 1, 100, "cartpole", 2, verbose=False)
+    bare = tmp_path / "bare"
+    (bare / "sb3_dirpg").mkdir(parents=True)
+    (bare / "sb3_dirpg" / "__init__.py").write_text("")
+    with pytest.raises(ValueError, match="holds no throughput workload"):
+        paired_speed.compare(bare, ROOT, 1, 100, "cartpole", 2, verbose=False)
 
 
 def test_in_situ_cost_probes_every_lockstep_iteration(tmp_path) -> None:
-    from sb3_dirpg.experiments import in_situ_cost
+    from benchmarks import in_situ_cost
 
     probes = in_situ_cost.SamplingProbes()
     assert probes.with_python() == probes.with_numpy().tolist()  # the two probes do the same job

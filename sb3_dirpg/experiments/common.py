@@ -1,4 +1,5 @@
-"""Shared plumbing of the paper-reproduction experiments: command line, seeds, curves with spread, JSON and PNG output."""
+"""Shared plumbing of the paper-reproduction experiments: command line, output folder, seeds, curves with spread, JSON and
+PNG output."""
 
 from __future__ import annotations
 
@@ -11,7 +12,32 @@ from typing import Any
 
 import numpy as np
 
-DEFAULT_OUT = Path("docs") / "results"
+PACKAGE = Path(__file__).resolve().parents[1]  # the ``sb3_dirpg`` folder this module was imported from
+
+
+def source_checkout(package: Path = PACKAGE) -> Path | None:
+    """The source checkout the package was imported from, if it was: the package's parent folder, when that holds the
+    project's ``pyproject.toml`` and the committed results ``docs/results/`` (an installed package's parent is
+    ``site-packages``, which holds neither).
+
+    :param package: the ``sb3_dirpg`` folder
+    :return: the checkout's root, or None
+    """
+    root = package.parent
+    if (root / "pyproject.toml").is_file() and (root / "docs" / "results").is_dir():
+        return root
+    return None
+
+
+def default_out(package: Path = PACKAGE) -> Path:
+    """Where an experiment writes its results unless ``--out`` says otherwise: ``docs/results/`` of the source checkout
+    the package was imported from (where the committed results are), else ``results/`` in the current directory.
+
+    :param package: the ``sb3_dirpg`` folder
+    :return: the output folder
+    """
+    root = source_checkout(package)
+    return root / "docs" / "results" if root is not None else Path("results")
 
 
 def experiment_parser(description: str | None) -> argparse.ArgumentParser:
@@ -23,7 +49,7 @@ def experiment_parser(description: str | None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--full", action="store_true", help="run at the paper's scale (hours) instead of the quick default")
     parser.add_argument("--seeds", type=int, default=None, help="number of independent runs (default: the experiment's)")
-    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="folder for the JSON and PNG results")
+    parser.add_argument("--out", type=Path, default=default_out(), help="folder of the JSON and PNG results (%(default)s)")
     parser.add_argument("--threads", type=int, default=1, help="torch threads")
     return parser
 
@@ -104,16 +130,6 @@ def save_results(out: Path, name: str, data: dict[str, Any], figure: Any, starte
     figure.savefig(out / f"{name}.png", dpi=90, bbox_inches="tight")
     print(f"wrote {path} and {out / f'{name}.png'} ({data['wall_time_s']} s)")
     return path
-
-
-def write_json(path: str | Path, data: Any) -> None:
-    """Write a benchmark's results as indented JSON and say where.
-
-    :param path: the file to write
-    :param data: JSON-serialisable results
-    """
-    Path(path).write_text(json.dumps(data, indent=2))
-    print(f"wrote {path}")
 
 
 def _json_default(value: Any) -> Any:

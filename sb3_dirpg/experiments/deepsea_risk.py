@@ -196,7 +196,7 @@ def gradient_check(epsilon: float, n_episodes: int, early_stop: bool, chunks: in
     :param chunks: number of chunks
     :return: the exact and estimated derivative of ``l`` w.r.t. the first cell's ``R - L`` logit, with a standard error
     """
-    from sb3_dirpg.common.worker_pool import SearchShare
+    from sb3_dirpg.dirpg.update import SearchShare
 
     env = gym.make(ENV_ID).unwrapped
     actions, cells, base, corner = enumerate_paths(env)

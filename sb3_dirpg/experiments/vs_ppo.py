@@ -14,7 +14,8 @@ the best success rate reached.
   α = 0.3, ε = 1, Adam 1e-3), trajectories cut at ``min(max_steps, 100)`` steps, 10 trajectories' worth of
   interactions per map (``a_opt`` plus ``9·horizon`` of search), 2 maps per update.
 
-Evaluation runs each env with its own step limit (``max_steps``) and the seeds ``HELD_OUT_SEED + i``.
+Evaluation runs each env with its own step limit (``max_steps``) and the seeds ``HELD_OUT_SEED + i``
+(:data:`sb3_dirpg.experiments.multiroom.HELD_OUT_SEED`); success is reaching the goal, as in that module.
 
 Default (about 10 minutes): MultiRoom-N2-S4, MultiRoom-N4-S5 and DoorKey-5x5, 48k interactions per run, 2 seeds,
 evaluation every 8k interactions on 20 maps. ``--full``: 2M interactions, 5 seeds, every 50k on 100 maps.
@@ -26,6 +27,7 @@ import argparse
 import importlib
 import time
 from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +46,15 @@ from sb3_dirpg.experiments.common import (
     scaled_settings,
     setup_run,
 )
-from sb3_dirpg.experiments.minigrid import evaluate_greedy, make_env_fn, make_model, model_predictor
+from sb3_dirpg.experiments.multiroom import (
+    HELD_OUT_SEED,
+    figure_common,
+    figure_method,
+    greedy_actions,
+    greedy_eval,
+    make_env,
+    make_model,
+)
 
 ENVS = ("MiniGrid-MultiRoom-N2-S4-v0", "MiniGrid-MultiRoom-N4-S5-v0", "MiniGrid-DoorKey-5x5-v0")
 ZOO_DEFAULT_ENTRY = "MiniGrid-Empty-Random-5x5-v0"
@@ -108,7 +118,7 @@ def make_ppo(env_id: str, seed: int) -> tuple[PPO, Callable[[Any], int], Callabl
 def dirpg_settings(env_id: str) -> dict[str, Any]:
     """:param env_id: the env id
     :return: the DirPG settings for it (see the module docstring)"""
-    env = make_env_fn(env_id)()
+    env = make_env(env_id, None)
     max_steps = int(env.unwrapped.max_steps)
     env.close()
     horizon = min(max_steps, 100)
@@ -142,14 +152,21 @@ def run_one(method: str, env_id: str, seed: int, total: int, eval_every: int, ev
     start = time.perf_counter()
     if method == "ppo":
         model, predict, make_eval, _ = make_ppo(env_id, seed)
+
+        def act(obs: list[Any]) -> list[int]:
+            return [predict(o) for o in obs]
+
     else:
-        model = make_model(f"dirpg-{alpha:g}", env_id, seed, dirpg_settings(env_id))
-        predict, make_eval = model_predictor(model), make_env_fn(env_id)
+        settings = dirpg_settings(env_id)
+        model = make_model(figure_method(f"dirpg-{alpha:g}", settings), seed, env_id, None, figure_common(settings))
+        act, make_eval = greedy_actions(model), partial(make_env, env_id, None)
+    seeds = [HELD_OUT_SEED + i for i in range(eval_maps)]
+    envs = [make_eval() for _ in seeds]
     xs, succ, rets = [], [], []
     for target in range(0, total + 1, eval_every):
         if target > model.num_timesteps:
             model.learn(target - model.num_timesteps, reset_num_timesteps=False)
-        result = evaluate_greedy(predict, make_eval, eval_maps)
+        result = greedy_eval(act, envs, seeds)
         xs.append(int(model.num_timesteps))
         succ.append(result["success"])
         rets.append(result["return"])

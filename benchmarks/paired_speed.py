@@ -1,4 +1,4 @@
-"""``python -m sb3_dirpg.experiments.paired_speed OLD NEW``: is one source tree's DirPG faster than another's?
+"""``python -m benchmarks.paired_speed OLD NEW``: is one source tree's DirPG faster than another's?
 
 On a shared VM the rate of the same code drifts by a quarter within seconds, so two benchmark runs made one after the
 other cannot tell a 10 % change from noise. Here two source trees (directories that hold an ``sb3_dirpg`` package,
@@ -7,8 +7,9 @@ every round. Each round gives one ratio NEW/OLD of CPU-time rates, measured unde
 
 It prints the ratios, their median and geometric mean, and how many rounds NEW won. It also gives a sign test and a
 Wilcoxon signed-rank test on the log ratios, and whether both trees trained the same parameters, which holds when a
-speed-up changes nothing in what DirPG computes. Each tree runs its own
-``sb3_dirpg.experiments.throughput`` workload (``WORKLOADS`` and ``make_dirpg``).
+speed-up changes nothing in what DirPG computes. Each tree runs its own throughput workload (``WORKLOADS`` and
+``make_dirpg``): ``benchmarks/throughput.py``, or ``sb3_dirpg/experiments/throughput.py`` in a tree from before the
+benchmarks left the package, so that a new tree can be raced against an old one.
 """
 
 from __future__ import annotations
@@ -25,15 +26,26 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from sb3_dirpg.experiments.common import write_json
+from benchmarks.common import write_json
+
+# where a tree keeps its throughput workload: the benchmarks folder, or the package in trees from before the move
+WORKLOAD_MODULES = (
+    ("benchmarks/throughput.py", "benchmarks.throughput"),
+    ("sb3_dirpg/experiments/throughput.py", "sb3_dirpg.experiments.throughput"),
+)
 
 # run in each tree's own Python process: train, then print the CPU-time rate and a hash of the parameters
 RUNNER = """
-import hashlib, json, sys, time
+import hashlib, importlib, json, os, sys, time
 import torch as th
 th.set_num_threads(1)
-from sb3_dirpg.experiments import throughput
-interactions, workload, batch = int(sys.argv[1]), sys.argv[2], int(sys.argv[3])
+interactions, workload, batch, module = int(sys.argv[1]), sys.argv[2], int(sys.argv[3]), sys.argv[4]
+throughput = importlib.import_module(module)
+tree = os.path.abspath(os.getcwd())
+for name in (module, "sb3_dirpg"):  # both from this tree, never from an installed copy or the other tree
+    path = os.path.abspath(sys.modules[name].__file__)
+    if os.path.commonpath([path, tree]) != tree:
+        sys.exit(f"{name} was imported from {path}, outside the tree {tree}")
 model = throughput.make_dirpg(throughput.WORKLOADS[workload](1.0), batch)
 model.learn(max(1, interactions // 10))  # warm-up: first allocations, lazy imports
 steps, start = model.num_timesteps, time.process_time()
@@ -44,10 +56,20 @@ print(json.dumps({"rate": rate, "params": hashlib.sha256(params).hexdigest(), "t
 """
 
 
+def workload_module(tree: Path) -> str:
+    """:param tree: the root of a source tree
+    :return: the module of the tree's throughput workload: ``benchmarks.throughput``, or
+        ``sb3_dirpg.experiments.throughput`` in a tree from before the benchmarks left the package"""
+    for path, module in WORKLOAD_MODULES:
+        if (tree / path).is_file():
+            return module
+    raise ValueError(f"{tree} holds no throughput workload: neither of {', '.join(path for path, _ in WORKLOAD_MODULES)}")
+
+
 def _launch(tree: Path, cpu: int | None, args: list[str]) -> subprocess.Popen:
     """:param tree: the source tree to import ``sb3_dirpg`` from
     :param cpu: the core to pin the process to, or None
-    :param args: the runner's arguments
+    :param args: the runner's arguments: interactions, workload, batch size, the tree's workload module
     :return: the running process"""
     env = dict(os.environ, PYTHONPATH=str(tree))
     process = subprocess.Popen([sys.executable, "-c", RUNNER, *args], cwd=tree, env=env, stdout=subprocess.PIPE, text=True)
@@ -78,26 +100,27 @@ def compare(
     :param workload: ``multiroom`` or ``cartpole`` (the throughput benchmark's workloads)
     :param batch: lockstep batch size
     :param verbose: print each round
-    :return: the rates, ratios, their summary and tests, and whether the trees trained the same parameters
+    :return: the rates, ratios, their summary and tests, whether the trees trained the same parameters, and the
+        module of each tree's workload
     """
     for tree in (old, new):
         if not (tree / "sb3_dirpg" / "__init__.py").is_file():
             raise ValueError(f"{tree} holds no sb3_dirpg package: pass the root of a source checkout (e.g. a git worktree)")
+    args = {tree: [str(interactions), workload, str(batch), workload_module(tree)] for tree in (old, new)}
     side_by_side = hasattr(os, "sched_setaffinity") and len(os.sched_getaffinity(0)) >= 2
     cpus = sorted(os.sched_getaffinity(0))[:2] if side_by_side else [None, None]
-    args = [str(interactions), workload, str(batch)]
     runs: dict[str, list[dict[str, Any]]] = {"old": [], "new": []}
     for r in range(rounds):
         first, second = (cpus[0], cpus[1]) if r % 2 == 0 else (cpus[1], cpus[0])  # swap cores every round
         if side_by_side:
-            processes = {"old": _launch(old, first, args), "new": _launch(new, second, args)}
+            processes = {"old": _launch(old, first, args[old]), "new": _launch(new, second, args[new])}
             runs["old"].append(_result(processes["old"], old))
             runs["new"].append(_result(processes["new"], new))
         else:  # one core: alternate which tree goes first
             order = ("old", "new") if r % 2 == 0 else ("new", "old")
             for name in order:
                 tree = old if name == "old" else new
-                runs[name].append(_result(_launch(tree, None, args), tree))
+                runs[name].append(_result(_launch(tree, None, args[tree]), tree))
         if verbose:
             print(f"round {r + 1}/{rounds}: old {runs['old'][-1]['rate']:,.0f}/s, new {runs['new'][-1]['rate']:,.0f}/s, "
                   f"new/old {runs['new'][-1]['rate'] / runs['old'][-1]['rate']:.3f}", flush=True)  # fmt: skip
@@ -106,7 +129,8 @@ def compare(
     logs = np.log(ratios)
     return {
         "old": str(old), "new": str(new), "workload": workload, "batch": batch, "interactions": interactions,
-        "side_by_side": side_by_side, "ratios": ratios.tolist(),
+        "workload_modules": {"old": args[old][-1], "new": args[new][-1]}, "side_by_side": side_by_side,
+        "ratios": ratios.tolist(),
         "rates_old": [o["rate"] for o in runs["old"]], "rates_new": [n["rate"] for n in runs["new"]],
         "median_ratio": float(np.median(ratios)), "geometric_mean_ratio": float(np.exp(logs.mean())),
         "new_faster_rounds": wins, "sign_test_p": float(stats.binomtest(wins, rounds, 0.5).pvalue),

@@ -1,4 +1,4 @@
-"""``python -m sb3_dirpg.experiments.in_situ_cost``: what a small piece of work costs alone and inside DirPG's search.
+"""``python -m benchmarks.in_situ_cost``: what a small piece of work costs alone and inside DirPG's search.
 
 A micro-benchmark runs code in a tight loop, where its instructions and data stay in the CPU's caches. Inside the
 search, every lockstep iteration runs the simulators, the network and the search core in turn over a tree of tens of
@@ -19,8 +19,8 @@ from typing import Any
 import numpy as np
 from stable_baselines3.common.callbacks import BaseCallback
 
-from sb3_dirpg.experiments.common import write_json
-from sb3_dirpg.experiments.throughput import WORKLOADS, make_dirpg
+from benchmarks.common import write_json
+from benchmarks.throughput import WORKLOADS, make_dirpg
 
 N_REGIONS = 16  # about the number of episodes still searching per lockstep iteration on MultiRoom-N6 at batch 32
 N_ACTIONS = 7  # MiniGrid's actions

@@ -1,4 +1,4 @@
-"""``python -m sb3_dirpg.experiments.throughput``: how close DirPG runs to the simulator's own step rate.
+"""``python -m benchmarks.throughput``: how close DirPG runs to the simulator's own step rate.
 
 Rows, measured side by side and interleaved over rounds so that machine drift hits all of them alike:
 

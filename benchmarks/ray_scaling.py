@@ -1,9 +1,9 @@
-"""``python -m sb3_dirpg.experiments.ray_scaling``: DirPG's interactions per second with search workers on a Ray
+"""``python -m benchmarks.ray_scaling``: DirPG's interactions per second with search workers on a Ray
 cluster, against one process and against the process backend.
 
 It joins the cluster named by ``RAY_ADDRESS``, or else starts a local multi-node cluster on this machine with
 ``ray.cluster_utils.Cluster`` (a head and ``--nodes - 1`` worker nodes, ``--cpus-per-node`` CPUs each, on the loopback
-interface). The workload is :mod:`~sb3_dirpg.experiments.throughput`'s (MiniGrid MultiRoom-N6 with the paper's CNN and
+interface). The workload is :mod:`~benchmarks.throughput`'s (MiniGrid MultiRoom-N6 with the paper's CNN and
 search settings, or CartPole). Rows, measured side by side and interleaved over rounds so that machine drift hits all
 of them alike (medians reported):
 
@@ -30,9 +30,9 @@ from typing import Any
 
 import torch as th
 
+from benchmarks.common import RESULTS
+from benchmarks.throughput import WORKLOADS, learn_rate, make_dirpg
 from sb3_dirpg import DirPG
-from sb3_dirpg.experiments.common import DEFAULT_OUT
-from sb3_dirpg.experiments.throughput import WORKLOADS, learn_rate, make_dirpg
 
 
 def start_cluster(stack: ExitStack, nodes: int, cpus_per_node: int) -> str:
@@ -46,7 +46,7 @@ def start_cluster(stack: ExitStack, nodes: int, cpus_per_node: int) -> str:
     import ray
     from ray.cluster_utils import Cluster
 
-    from sb3_dirpg.common.ray_pool import loopback
+    from sb3_dirpg.dirpg.workers.ray_actors import loopback
 
     if os.environ.get("RAY_ADDRESS"):
         return f"the cluster at RAY_ADDRESS={os.environ['RAY_ADDRESS']}"
@@ -77,7 +77,7 @@ def _environ(name: str, value: str) -> Iterator[None]:
 def measure(work_name: str, scale: float, batch: int, workers: list[int], backends: list[str], rounds: int) -> dict[str, Any]:
     """Measure every row, interleaved over ``rounds``.
 
-    :param work_name: a workload of :mod:`~sb3_dirpg.experiments.throughput`
+    :param work_name: a workload of :mod:`~benchmarks.throughput`
     :param scale: multiplies the interactions of each measurement
     :param batch: the lockstep batch size (episodes per update, split over the learner and the workers)
     :param workers: the numbers of workers (0: one process)
@@ -137,7 +137,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--batch", type=int, default=24, help="episodes per update, split over learner and workers")
     parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds per row (the median is reported)")
     parser.add_argument("--scale", type=float, default=0.5, help="multiplies the interactions of each measurement")
-    parser.add_argument("--json", type=Path, default=DEFAULT_OUT / "ray_scaling.json", help="where to write the results")
+    parser.add_argument("--json", type=Path, default=RESULTS / "ray_scaling.json", help="where to write the results")
     args = parser.parse_args(argv)
     if args.batch < max(args.workers) + 1:
         parser.error(f"--batch {args.batch} leaves some of {max(args.workers)} workers without an episode")

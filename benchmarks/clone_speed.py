@@ -1,6 +1,6 @@
 """Cost of a step, a snapshot, a restore and a ``copy.deepcopy`` of the env, in µs.
 
-Usage: ``python -m sb3_dirpg.experiments.clone_speed [--number N] [--repeat R]`` (the minimum over R runs is shown).
+Usage: ``python -m benchmarks.clone_speed [--number N] [--repeat R]`` (the minimum over R runs is shown).
 """
 
 from __future__ import annotations

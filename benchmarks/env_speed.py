@@ -1,6 +1,6 @@
 """Per-step and per-clone cost of the package's environments.
 
-``python -m sb3_dirpg.experiments.env_speed [--steps N]`` prints, for each env, microseconds per ``step`` (random
+``python -m benchmarks.env_speed [--steps N]`` prints, for each env, microseconds per ``step`` (random
 legal actions), per ``action_masks()`` call, per cloner ``snapshot`` / ``restore`` (the registered cloner of the
 unwrapped env; the RNG and wrapper state handled by the simulator wrapper are not included), per
 ``copy.deepcopy(env)`` for comparison and, for MiniGrid, per call of the :class:`~sb3_dirpg.envs.minigrid.MultiRoomBound`.

@@ -1,4 +1,4 @@
-"""``python -m sb3_dirpg.experiments.search_core``: what the search costs by itself, without a simulator or a network.
+"""``python -m benchmarks.search_core``: what the search costs by itself, without a simulator or a network.
 
 The top-down search runs on a free simulator (a state is a pair of ints; a step builds a few small arrays) and a
 constant policy, with MultiRoom-N6's search setting (horizon 100, budget 2900, A* with α = 0.2, early stop) and sparse
@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from sb3_dirpg.experiments.common import write_json
+from benchmarks.common import write_json
 from sb3_dirpg.search import SearchConfig, TopDownSearch, Transitions
 
 N_ACTIONS = 3
