@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, SupportsFloat
+from typing import Any, Protocol, SupportsFloat
 
 import gymnasium as gym
 import numpy as np
@@ -17,9 +17,26 @@ from sb3_dirpg.simulator.cloners import DeepcopyCloner, env_name
 from sb3_dirpg.simulator.copy_utils import MISSING
 from sb3_dirpg.simulator.registry import NondeterministicEnvError, NotClonableError
 from sb3_dirpg.simulator.replay import ReplayCloner
+from sb3_dirpg.simulator.snapshot import Snapshot
 
-if TYPE_CHECKING:
-    from sb3_dirpg.simulator.wrapper import SimulatorWrapper, Snapshot
+
+class CheckedSimulator(Protocol):
+    """What the self-check needs of a :class:`~sb3_dirpg.simulator.SimulatorWrapper` (the wrapper imports this module)."""
+
+    cloner: Any
+    has_action_masks: bool
+    action_space: gym.Space
+    unwrapped: gym.Env
+
+    def restore(self, snapshot: Snapshot) -> None:
+        """:param snapshot: a snapshot made by this simulator"""
+
+    def step(self, action: Any) -> tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]:
+        """:param action: an action
+        :return: gymnasium's step tuple"""
+
+    def action_masks(self) -> np.ndarray:
+        """:return: the legal actions, bool"""
 
 _SKIP = object()  # a fingerprint value too costly to compare
 _SIMPLE_TYPES = (int, float, bool, str, bytes, type(None), np.generic)
@@ -128,7 +145,7 @@ class _Path:
 
 
 def run_determinism_check(
-    sim: SimulatorWrapper, take_snapshot: Callable[[], Snapshot], n_branches: int, depth: int, seed: int
+    sim: CheckedSimulator, take_snapshot: Callable[[], Snapshot], n_branches: int, depth: int, seed: int
 ) -> None:
     """Check that restoring a snapshot of ``sim`` reproduces the env exactly; put the env back as it was afterwards.
 
@@ -154,7 +171,7 @@ class _DeterminismCheck:
     :param take_snapshot: snapshots ``sim`` without running the first-use self-check
     """
 
-    def __init__(self, sim: SimulatorWrapper, take_snapshot: Callable[[], Snapshot]) -> None:
+    def __init__(self, sim: CheckedSimulator, take_snapshot: Callable[[], Snapshot]) -> None:
         self.sim = sim
         self.take_snapshot = take_snapshot
         self.base = sim.unwrapped
