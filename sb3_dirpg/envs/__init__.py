@@ -1,12 +1,15 @@
-"""The paper's environments, each with what DirPG needs for it (cloner, bound, network).
+"""The paper's environments and combinatorial problems, each with what DirPG needs for it (cloner, bound, network).
 
-The spanning-tree bandit and DeepSea are registered with gymnasium under the ``sb3_dirpg/`` namespace; ``minigrid/``
+The spanning-tree bandit, DeepSea, the knapsack and the independent set are registered with gymnasium under the
+``sb3_dirpg/`` namespace; ``minigrid/``
 holds the wrappers, cloner, network and bound for MiniGrid's own envs.
 """
 
 import gymnasium as gym
 
 from sb3_dirpg.envs.deepsea import DeepSeaCloner, DeepSeaRiskEnv
+from sb3_dirpg.envs.independent_set import IndependentSetEnv, independent_set_bound
+from sb3_dirpg.envs.knapsack import KnapsackEnv, knapsack_bound
 from sb3_dirpg.envs.minigrid import (
     DirectionImageObs,
     FastObservation,
@@ -21,6 +24,8 @@ from sb3_dirpg.envs.spanning_tree import SpanningTreeBanditEnv, SpanningTreeClon
 _ENTRY_POINTS = {
     "sb3_dirpg/SpanningTreeBandit-v0": "sb3_dirpg.envs.spanning_tree:SpanningTreeBanditEnv",
     "sb3_dirpg/DeepSeaRisk-v0": "sb3_dirpg.envs.deepsea:DeepSeaRiskEnv",
+    "sb3_dirpg/Knapsack-v0": "sb3_dirpg.envs.knapsack:KnapsackEnv",
+    "sb3_dirpg/IndependentSet-v0": "sb3_dirpg.envs.independent_set:IndependentSetEnv",
 }
 
 for _env_id, _entry_point in _ENTRY_POINTS.items():
@@ -31,6 +36,8 @@ __all__ = [
     "DeepSeaCloner",
     "DeepSeaRiskEnv",
     "DirectionImageObs",
+    "IndependentSetEnv",
+    "KnapsackEnv",
     "FastObservation",
     "MiniGridCNN",
     "MiniGridCloner",
@@ -38,6 +45,8 @@ __all__ = [
     "MultiRoomBound",
     "SpanningTreeBanditEnv",
     "SpanningTreeCloner",
+    "independent_set_bound",
+    "knapsack_bound",
     "make_minigrid_env",
     "random_connected_graph",
 ]
