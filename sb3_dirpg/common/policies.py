@@ -75,12 +75,20 @@ class DirPGPolicy(BasePolicy):
         self.mlp_extractor.policy_net = nn.Sequential(*create_mlp(self.features_dim, -1, self.net_arch, activation_fn))
         latent_dim = self.net_arch[-1] if self.net_arch else self.features_dim
         self.action_dist = MaskableCategoricalDistribution(int(action_space.n))
-        self.action_net = self.action_dist.proba_distribution_net(latent_dim)
+        self.action_net = self.make_action_net(latent_dim)
         if ortho_init:
             gains = {self.features_extractor: np.sqrt(2), self.mlp_extractor: np.sqrt(2), self.action_net: 0.01}
             for module, gain in gains.items():
                 module.apply(lambda m, g=gain: self.init_weights(m, gain=g))
         self.optimizer = self.optimizer_class(self.parameters(), lr=lr_schedule(1), **self.optimizer_kwargs)
+
+    def make_action_net(self, latent_dim: int) -> nn.Module:
+        """The layer from the latent vector to the action logits; a subclass may score actions otherwise.
+
+        :param latent_dim: the size of the policy network's output
+        :return: a module mapping (batch, latent_dim) to (batch, n_actions)
+        """
+        return self.action_dist.proba_distribution_net(latent_dim)
 
     def _get_constructor_parameters(self) -> dict[str, Any]:
         data = super()._get_constructor_parameters()

@@ -21,6 +21,7 @@ from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper, VecMonitor
 
 from sb3_dirpg.common.batched_policy import BatchedPolicy, ObservationTransform
 from sb3_dirpg.common.callbacks import InteractionProgressBar
+from sb3_dirpg.common.item_policy import ItemPolicy
 from sb3_dirpg.common.iterative_algorithm import IterativeAlgorithm
 from sb3_dirpg.common.policies import CnnPolicy, DirPGPolicy, MlpPolicy, MultiInputPolicy
 from sb3_dirpg.common.simulator_backends import check_simulator_backend, make_vec_simulator
@@ -72,6 +73,7 @@ class SimulatorAlgorithm(IterativeAlgorithm):
         "MlpPolicy": MlpPolicy,
         "CnnPolicy": CnnPolicy,
         "MultiInputPolicy": MultiInputPolicy,
+        "ItemPolicy": ItemPolicy,
     }
     policy: DirPGPolicy
     DEFAULT_BATCH_EPISODES = 8

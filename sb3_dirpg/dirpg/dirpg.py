@@ -13,6 +13,7 @@ from stable_baselines3.common.type_aliases import GymEnv, Schedule
 
 from sb3_dirpg.common.policies import DirPGPolicy
 from sb3_dirpg.common.simulator_algorithm import SimulatorAlgorithm
+from sb3_dirpg.dirpg.solve import Solution, best_solutions
 from sb3_dirpg.dirpg.update import SearchShare, merge_shares
 from sb3_dirpg.dirpg.workers import SearchPool, check_parallel_backend, make_search_pool, split_batch
 from sb3_dirpg.search import EpisodeSearch, SearchConfig, SearchResult, TopDownSearch
@@ -193,6 +194,25 @@ class DirPG(SimulatorAlgorithm):
         search = TopDownSearch(self.simulator, self.search_policy_function(), config or self.search_config())
         hook = self._iteration_hook(callback) if callback is not None else None
         return search.run(seeds, self._search_rng if rng is None else rng, on_iteration=hook)
+
+    def solve(self, seeds: int | list[int], budget: int, **overrides: Any) -> list[Solution]:
+        """Search instances with the trained policy and the heuristic, as an anytime solver: the search of training,
+        with no update, no early stop and no stop on success, spends ``budget`` interactions after the policy's own
+        sample and returns the best trajectory it completed. The instance is the model's env reset with the seed.
+
+        The search maximises ``D = G + ε·R`` (prunes against it too); a larger ``epsilon`` (an override) weighs the
+        return more against the policy's probability.
+
+        :param seeds: one seed or a list, one instance each
+        :param budget: interactions per instance after the first trajectory (0: the policy's sample alone)
+        :param overrides: search settings to change, e.g. ``epsilon``, ``priority``, ``alpha`` (see :meth:`search_config`)
+        :return: one :class:`~sb3_dirpg.dirpg.solve.Solution` per seed
+        """
+        seeds = [seeds] if isinstance(seeds, numbers.Integral) else [int(s) for s in seeds]
+        settings = dict(early_stop=False, stop_on_success=False, record_trajectories=True, budget=budget)
+        config = self.search_config(**{**settings, **overrides})
+        rng = np.random.default_rng(np.random.SeedSequence([*seeds, len(seeds)]))
+        return best_solutions(self.search(seeds, config=config, rng=rng), seeds)
 
     def collect_rollouts(self, callback: BaseCallback) -> SearchShare | None:
         """Search the next batch of episodes, here and in the search workers, and record its ``a_opt`` episodes in the
