@@ -209,3 +209,97 @@ def cells_of(env: gym.Env, kind: str) -> list[tuple[int, int]]:
     :return: the cells holding that kind of object, row by row"""
     grid = env.unwrapped.grid
     return [(k % grid.width, k // grid.width) for k, cell in enumerate(grid.grid) if cell is not None and cell.type == kind]
+
+
+_HIDDEN_COUNTS: dict[int, int] = {}
+
+
+class DefectChainEnv(gym.Env):
+    """A small seeded env with defects that can be switched on one by one, for the misuse tests.
+
+    ``length`` steps; at reset the env draws a target action per step from ``np_random`` (and a small reward bonus); a
+    step pays 1 when the action hits the step's target, plus the bonus, plus Gaussian noise from ``np_random`` when
+    ``stochastic``. The observation is the one-hot step index followed by the one-hot target of the step.
+
+    Defects (names in ``defects``):
+
+    * ``aliasing``: every observation is the same numpy array, rewritten in place;
+    * ``hidden_state``: the reward depends on a step counter kept outside the env (no snapshot can restore it);
+    * ``unseeded_reset``: reset draws the target and the bonus from a generator made once, unseeded;
+    * ``obs_shape``: the observation has one element too many;
+    * ``obs_float64``, ``obs_list``: the observation is a float64 array, or a list, for a float32 Box;
+    * ``reward_array``: the reward is an array of shape (1,);
+    * ``reward_numpy``, ``flags_numpy``: the reward is a numpy float, the flags numpy bools;
+    * ``info_none``: step returns None for info;
+    * ``old_step``: step returns the old gym 4-tuple (observation, reward, done, info);
+    * ``old_reset``: reset returns the observation alone;
+    * ``success_str``: the last step says ``info["is_success"] = "yes"`` or ``"no"``.
+
+    :param length: number of steps
+    :param n_actions: number of actions
+    :param defects: the defects to switch on
+    :param stochastic: add reward noise drawn from ``np_random`` at every step
+    """
+
+    metadata: dict[str, Any] = {"render_modes": []}
+
+    def __init__(self, length: int = 4, n_actions: int = 2, defects: frozenset[str] = frozenset(), stochastic: bool = False):
+        self.length, self.n_actions, self.defects, self.stochastic = length, n_actions, frozenset(defects), stochastic
+        self.horizon = length  # every episode ends after ``length`` steps (what SimulatorWrapper.horizon reads)
+        self.observation_space = spaces.Box(0.0, 1.0, (length + 1 + n_actions,), np.float32)
+        self.action_space = spaces.Discrete(n_actions)
+        self.t = 0
+        self.target = np.zeros(length, dtype=np.int64)
+        self.bonus = 0.0
+        self._buffer = np.zeros(self.observation_space.shape, np.float32)
+        self._own_rng = np.random.default_rng()  # unseeded: what the ``unseeded_reset`` defect draws from
+
+    def _obs(self) -> Any:
+        obs = self._buffer if "aliasing" in self.defects else np.zeros(self.observation_space.shape, np.float32)
+        obs[:] = 0.0
+        obs[self.t] = 1.0
+        if self.t < self.length:
+            obs[self.length + 1 + int(self.target[self.t])] = 1.0
+        if "obs_shape" in self.defects:
+            return np.append(obs, np.float32(0.0))
+        if "obs_float64" in self.defects:
+            return obs.astype(np.float64)
+        if "obs_list" in self.defects:
+            return obs.tolist()
+        return obs
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None) -> Any:
+        super().reset(seed=seed)
+        rng = self._own_rng if "unseeded_reset" in self.defects else self.np_random
+        self.t = 0
+        self.target = rng.integers(self.n_actions, size=self.length)
+        self.bonus = float(rng.uniform(0.0, 0.01))
+        _HIDDEN_COUNTS[id(self)] = 0
+        obs = self._obs()
+        return obs if "old_reset" in self.defects else (obs, {})
+
+    def step(self, action: int) -> Any:
+        reward = float(int(action) == int(self.target[self.t])) + self.bonus
+        if self.stochastic:
+            reward += 0.1 * float(self.np_random.normal())
+        if "hidden_state" in self.defects:
+            _HIDDEN_COUNTS[id(self)] = _HIDDEN_COUNTS.get(id(self), 0) + 1
+            reward += 0.001 * _HIDDEN_COUNTS[id(self)]
+        self.t += 1
+        terminated = self.t >= self.length
+        info: Any = {}
+        if "success_str" in self.defects and terminated:
+            info["is_success"] = "yes" if reward > 1.0 else "no"
+        if "info_none" in self.defects:
+            info = None
+        out_reward: Any = reward
+        if "reward_array" in self.defects:
+            out_reward = np.array([reward])
+        elif "reward_numpy" in self.defects:
+            out_reward = np.float64(reward)
+        flags: tuple[Any, Any] = (terminated, False)
+        if "flags_numpy" in self.defects:
+            flags = (np.bool_(terminated), np.bool_(False))
+        if "old_step" in self.defects:
+            return self._obs(), out_reward, terminated, info
+        return self._obs(), out_reward, *flags, info

@@ -4,14 +4,17 @@ episode seeding, batched policy evaluation, the learn loop, logging and predicti
 from __future__ import annotations
 
 import io
+import numbers
 import pathlib
 import time
+import warnings
 from typing import Any, ClassVar, TypeVar
 
 import gymnasium as gym
 import numpy as np
 import torch as th
 from gymnasium import spaces
+from stable_baselines3.common.base_class import maybe_make_env
 from stable_baselines3.common.callbacks import BaseCallback, CallbackList
 from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.policies import BasePolicy
@@ -27,6 +30,7 @@ from sb3_dirpg.common.policies import CnnPolicy, DirPGPolicy, MlpPolicy, MultiIn
 from sb3_dirpg.common.simulator_backends import check_simulator_backend, make_vec_simulator
 from sb3_dirpg.common.vec_simulator import VecSimulator, check_vec_env, vec_env_simulators
 from sb3_dirpg.search.protocols import Heuristic, PolicyFunction
+from sb3_dirpg.simulator.api_check import unsupported_observation_spaces
 from sb3_dirpg.simulator.cloners import env_name
 
 SelfSimulatorAlgorithm = TypeVar("SelfSimulatorAlgorithm", bound="SimulatorAlgorithm")
@@ -52,7 +56,8 @@ class SimulatorAlgorithm(IterativeAlgorithm):
     :param env: env, VecEnv (``DummyVecEnv``) or registered env id
     :param learning_rate: learning rate or schedule
     :param batch_episodes: episodes collected together per update (None: ``max(8, n_envs)``)
-    :param max_episode_steps: cut trajectories after this many steps (needed when the env has no time limit)
+    :param max_episode_steps: cut trajectories after this many steps (needed when the env has no time limit; a value
+        above the env's own limit is warned about, and ``horizon`` reports the smaller)
     :param gamma: discount factor of the return
     :param heuristic: bound on the return-to-go (used by DirPG's search); see :class:`sb3_dirpg.VecSimulator`
     :param max_grad_norm: clip the gradient norm of each update to this value, or None
@@ -100,6 +105,16 @@ class SimulatorAlgorithm(IterativeAlgorithm):
         simulator_backend: str = "auto",
     ) -> None:
         name = type(self).__name__
+        check_learning_rate(learning_rate, name)
+        if env is None and _init_setup_model:
+            raise ValueError(
+                f"{name}: env is None; pass the env to learn from (a gymnasium env, a DummyVecEnv or a registered env id), "
+                f"or load a saved model with {name}.load(path, env=env)"
+            )
+        if isinstance(env, str):  # made here, as SB3 would, to check it before SB3 builds its VecEnv
+            env = maybe_make_env(env, verbose)
+        if isinstance(env, gym.Env):
+            check_observation_space(env, name)
         self.simulator_backend = check_simulator_backend(simulator_backend, name)
         if batch_episodes is not None and (int(batch_episodes) != batch_episodes or batch_episodes < 1):
             raise ValueError(f"{name}: batch_episodes must be a positive integer or None, got {batch_episodes!r}")
@@ -147,6 +162,14 @@ class SimulatorAlgorithm(IterativeAlgorithm):
                 f"{name} only supports Discrete action spaces, got {self.action_space}; "
                 "discretise the actions (e.g. with a gymnasium ActionWrapper) to use it"
             )
+        start, n = int(self.action_space.start), int(self.action_space.n)
+        if start != 0:
+            raise ValueError(
+                f"{name} needs a Discrete action space that starts at 0, got {self.action_space}: the policy's actions "
+                f"(predict(), the search's trajectories) are the indices 0..{n - 1} (as in SB3, which does not support a "
+                f"non-zero start either). Wrap the env so that it takes 0..{n - 1} and adds the offset: "
+                f"gymnasium.wrappers.TransformAction(env, lambda a: a + {start}, gymnasium.spaces.Discrete({n}))"
+            )
         check_vec_env(self.env, name)
 
     def _setup_model(self) -> None:
@@ -178,6 +201,17 @@ class SimulatorAlgorithm(IterativeAlgorithm):
         for sim in simulator.simulators:  # fail now, before any training work, if the env cannot be snapshot
             sim.reset(seed=0)
             sim.snapshot()
+        simulator.check_heuristic()
+        first = simulator.simulators[0]
+        if self.max_episode_steps is not None and simulator.horizon is not None and self.max_episode_steps > simulator.horizon:
+            warnings.warn(
+                f"{name}: max_episode_steps={self.max_episode_steps} is larger than the {simulator.horizon} steps after "
+                f"which the env {env_name(first)} ends every episode ({first.horizon_source}), so the effective horizon is "
+                f"{simulator.horizon} (model.horizon reports it). Pass max_episode_steps={simulator.horizon} or less (or "
+                "None), or raise the env's own limit",
+                UserWarning,
+                stacklevel=2,
+            )
         return simulator, ObservationTransform.of(venv)
 
     @property
@@ -194,10 +228,12 @@ class SimulatorAlgorithm(IterativeAlgorithm):
 
     @property
     def horizon(self) -> int | None:
-        """:return: the step limit the collection uses (``max_episode_steps``, else the env's own), or None"""
-        if self.max_episode_steps is not None:
-            return self.max_episode_steps
-        return self.simulator.horizon if self.simulator is not None else None
+        """:return: the step limit the collection uses: the smaller of ``max_episode_steps`` and the env's own limit
+        (a TimeLimit, MiniGrid's ``max_steps``, ...), the one that is set when only one is, or None"""
+        own = self.simulator.horizon if self.simulator is not None else None
+        if self.max_episode_steps is None:
+            return own
+        return self.max_episode_steps if own is None else min(self.max_episode_steps, own)
 
     def set_env(self, env: GymEnv, force_reset: bool = True) -> None:
         """Use a new env (same spaces and number of sub-envs); it is checked and its simulators are built first, so a
@@ -412,6 +448,50 @@ class SimulatorAlgorithm(IterativeAlgorithm):
         """Raise a clear error when there is no env to learn from."""
         if self.simulator is None:
             raise ValueError(f"{type(self).__name__}.learn() needs an env: pass one to the constructor or call set_env()")
+
+
+def check_learning_rate(learning_rate: Any, algo: str) -> None:
+    """Refuse a learning rate that is neither a number nor a schedule, quoting it (``"1e-3"`` read from YAML is a string).
+
+    :param learning_rate: the ``learning_rate`` argument
+    :param algo: name of the algorithm, for the message
+    """
+    if callable(learning_rate) or (isinstance(learning_rate, numbers.Real) and not isinstance(learning_rate, bool)):
+        return
+    hint = ""
+    if isinstance(learning_rate, str):
+        hint = (
+            f" (a string: pass float({learning_rate!r}); in YAML write a float with a dot, e.g. 1.0e-3, since YAML 1.1 "
+            "reads 1e-3 as a string)"
+        )
+    raise ValueError(
+        f"{algo}: learning_rate must be a number or a schedule (a callable of the remaining progress), got "
+        f"{learning_rate!r} of type {type(learning_rate).__name__}{hint}"
+    )
+
+
+def check_observation_space(env: gym.Env, algo: str) -> None:
+    """Refuse an env whose observations SB3's VecEnv cannot hold (parts without a fixed shape, such as MiniGrid's
+    ``mission`` text), before SB3 builds the VecEnv and fails inside it.
+
+    :param env: the env given to the algorithm
+    :param algo: name of the algorithm, for the message
+    """
+    found = unsupported_observation_spaces(env.observation_space)
+    if not found:
+        return
+    parts = ", ".join(f"{path} ({type(space).__name__})" for path, space in found)
+    if type(env.unwrapped).__module__.split(".")[0] == "minigrid":
+        advice = (
+            "Build MiniGrid envs with sb3_dirpg.envs.make_minigrid_env(env_id) (the paper's observation and shaped "
+            "reward, without the mission text), or drop the mission yourself (e.g. minigrid.wrappers.ImgObsWrapper)"
+        )
+    else:
+        advice = "Wrap the env in a gymnasium ObservationWrapper that drops those parts or encodes them as arrays"
+    raise ValueError(
+        f"{algo}: the env {env_name(env)} has observation parts without a fixed shape, which SB3's VecEnv and "
+        f"policies cannot hold: {parts}. {advice}"
+    )
 
 
 def _find_monitor(env: gym.Env) -> Monitor | None:

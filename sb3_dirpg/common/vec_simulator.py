@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -13,10 +14,28 @@ from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv,
 
 from sb3_dirpg.search.protocols import Heuristic, Transitions
 from sb3_dirpg.simulator import SimulatorWrapper, strip_monitor
+from sb3_dirpg.simulator.api_check import SUCCESS_ADVICE, EnvAPIError, is_bool, success_problem
 from sb3_dirpg.simulator.cloners import env_name
+from sb3_dirpg.simulator.self_check import (
+    attribute_difference,
+    attribute_fingerprint,
+    first_difference,
+    random_legal_action,
+)
 
 # VecEnv wrappers that only observe (or transform observations statelessly) and are safe to bypass or replay
 _STATELESS_VEC_WRAPPERS = (VecMonitor, VecTransposeImage)
+
+
+class HeuristicError(RuntimeError):
+    """A heuristic raised, or changed the env it was asked to bound; the message names the heuristic and the env."""
+
+
+_HEURISTIC_CONTRACT = (
+    "a heuristic must only read the env's state (through env.unwrapped or env.get_wrapper_attr): it may step or reset "
+    "the SimulatorWrapper it receives, which the search then restores, but must not step the env behind it "
+    "(env.unwrapped.step, env.env.step), change its attributes or draw from its np_random (see docs/heuristics.md)"
+)
 
 
 def _vec_wrappers(venv: VecEnv) -> list[VecEnvWrapper]:
@@ -59,8 +78,12 @@ class VecSimulator:
     Every step starts from a snapshot, so one simulator serves any number of episodes; the restore is skipped when the
     snapshot is the one this simulator took last (nothing has stepped it since), which is how a search usually goes
     on down a trajectory. A step that ends an episode
-    reports success when the env's info says ``is_success`` (SB3's convention); ``reports_success`` tells whether
-    any episode end so far carried that key.
+    reports success when the env's info says ``is_success`` (SB3's convention; a bool or numpy bool, anything else is
+    refused); ``reports_success`` tells whether any episode end so far carried that key.
+
+    The heuristic is called after the state's snapshot is taken: when it steps, resets or restores the wrapper (its
+    ``state_version`` changed), the next step from that state restores the snapshot first. An exception inside it is
+    raised again as a :class:`HeuristicError` that names it; :meth:`check_heuristic` checks that it leaves the env alone.
 
     :param simulators: the simulators
     :param heuristic: ``heuristic(env) -> upper`` or ``(lower, upper)`` bound on the discounted return-to-go from the
@@ -81,6 +104,7 @@ class VecSimulator:
         self.reports_success = False
         self._float_obs_keys = _float_observation_keys(simulators[0].observation_space)
         self._current: list[Any] = [None] * len(self.simulators)  # per simulator: the snapshot of its current state
+        self._copy_problem: str | None = None  # why the first simulator cannot be deep-copied, once found
 
     @classmethod
     def from_vec_env(cls, venv: VecEnv, heuristic: Heuristic | None = None, algo: str = "DirPG") -> VecSimulator:
@@ -99,12 +123,32 @@ class VecSimulator:
         Restoring a snapshot of the episode a simulator last ran is cheaper (cloners skip unchanged parts, and the
         env's data stays in cache) than switching between episodes at every step.
 
+        An env that cannot be deep-copied (it holds an open file, a lock, ...) is warned about once; its simulators then
+        take turns at the episodes, each switch restoring a snapshot: the same results, more slowly.
+
         :param n: number of episodes searched together
         """
-        while len(self.simulators) < n:
+        if len(self.simulators) < n:
+            self.simulators[0].check_now()  # the copies take its findings (in a search worker it has not run yet)
+        while len(self.simulators) < n and self._copy_problem is None:
             first = self.simulators[0]
+            try:
+                chain = copy.deepcopy(first.env)
+            except Exception as error:
+                self._copy_problem = f"{type(error).__name__}: {error}"
+                warnings.warn(
+                    f"the env {env_name(first)} cannot be deep-copied ({self._copy_problem}), so {len(self.simulators)} "
+                    f"simulator(s) take turns at the {n} episodes searched together, restoring a snapshot at every switch "
+                    "(the same results, more slowly). Make the env deep-copyable (e.g. open files in reset() rather than "
+                    "__init__, or define __deepcopy__) to give each episode a simulator of its own",
+                    UserWarning,
+                    stacklevel=2,
+                )
+                break
             # a deep copy of an env chain that passed the self-check needs no check of its own
-            self.simulators.append(SimulatorWrapper(copy.deepcopy(first.env), cloner=first.cloner_spec, self_check=False))
+            sim = SimulatorWrapper(chain, cloner=first.cloner_spec, self_check=False)
+            sim.copy_observations = first.copy_observations
+            self.simulators.append(sim)
             self._current.append(None)
 
     @property
@@ -112,8 +156,31 @@ class VecSimulator:
         """:return: the episode step limit of the simulators (TimeLimit or MiniGrid ``max_steps``), or None"""
         return self.simulators[0].horizon
 
+    def _call_heuristic(self, env: SimulatorWrapper) -> Any:
+        """:param env: a simulator, at the state to bound
+        :return: what the heuristic returned"""
+        try:
+            return self.heuristic(env)
+        except Exception as error:
+            raise self._heuristic_raised(env, error) from error
+
+    def _heuristic_raised(self, env: SimulatorWrapper, error: Exception) -> HeuristicError:
+        """:param env: the simulator the heuristic was called on
+        :param error: what the heuristic raised
+        :return: the error to raise from it, naming the heuristic and the env"""
+        return HeuristicError(
+            f"the heuristic {self.heuristic!r} raised {type(error).__name__} ({error}) on the env {env_name(env)} at "
+            f"{_describe_state(env)}: fix the heuristic, which the search calls as heuristic(env) with the "
+            "SimulatorWrapper at every state it reaches (see docs/heuristics.md); its traceback is above"
+        )
+
     def _bounds(self, env: SimulatorWrapper) -> tuple[float, float]:
-        value = self.heuristic(env)
+        """:param env: a simulator, at the state to bound
+        :return: the heuristic's (lower, upper) bounds, checked"""
+        try:  # inlined _call_heuristic: this runs at every step
+            value = self.heuristic(env)
+        except Exception as error:
+            raise self._heuristic_raised(env, error) from error
         if type(value) is tuple and len(value) == 2 and type(value[0]) is float and type(value[1]) is float:
             if value[0] <= value[1]:  # the usual answer, checked in full below when it is anything else (NaN included)
                 return value
@@ -184,9 +251,15 @@ class VecSimulator:
             index = episode % n_sims
             env = self.simulators[index]
             obs, _ = env.reset(seed=int(seed))
-            bounds = self._bounds(env) if self.heuristic is not None else (-np.inf, np.inf)
             snapshot = current[index] = env.snapshot()
-            rows.append((obs, 0.0, False, env.action_masks(), snapshot, bounds))
+            masks = env.action_masks()
+            bounds = (-np.inf, np.inf)
+            if self.heuristic is not None:
+                version = env.state_version
+                bounds = self._bounds(env)
+                if env.state_version != version:  # the heuristic moved the env: restore before stepping from here
+                    current[index] = None
+            rows.append((obs, 0.0, False, masks, snapshot, bounds))
         trans = self._transitions(rows, [False] * len(rows))
         self._check_finite(rows, trans.rewards, range(len(rows)), f"at reset(seed={list(seeds)})")
         return trans
@@ -209,17 +282,106 @@ class VecSimulator:
             obs, reward, terminated, truncated, info = env.step(action + self._start)
             if terminated or truncated:
                 rows.append((obs, float(reward), True, self._all_legal, None, no_bounds))
-                if "is_success" in info:
-                    self.reports_success = True
-                success.append(bool(info.get("is_success", False)))
+                success.append(self._success(env, info))
                 continue
             success.append(False)
-            bounds = self._bounds(env) if self.heuristic is not None else no_bounds
             snapshot = current[index] = env.snapshot()
-            rows.append((obs, float(reward), False, env.action_masks(), snapshot, bounds))
+            masks = env.action_masks()
+            bounds = no_bounds
+            if self.heuristic is not None:
+                version = env.state_version
+                bounds = self._bounds(env)
+                if env.state_version != version:  # the heuristic moved the env: restore before stepping from here
+                    current[index] = None
+            rows.append((obs, float(reward), False, masks, snapshot, bounds))
         trans = self._transitions(rows, success)
         self._check_finite(rows, trans.rewards, episodes, "after a step")
         return trans
+
+
+    def _success(self, env: SimulatorWrapper, info: Any) -> bool:
+        """:param env: the simulator whose step ended an episode
+        :param info: the step's info
+        :return: whether the episode ended in success (``info["is_success"]``, a bool)"""
+        if not isinstance(info, dict):
+            raise EnvAPIError(
+                f"the env {env_name(env)}: step() returned an info that is a {type(info).__name__}; it must be a dict"
+            )
+        flag = info.get("is_success")
+        if flag is None and "is_success" not in info:
+            return False
+        if not is_bool(flag):
+            raise EnvAPIError(f"the env {env_name(env)}: step() {success_problem(flag)}; {SUCCESS_ADVICE}")
+        self.reports_success = True
+        return bool(flag)
+
+    def check_heuristic(self, depth: int = 8, seed: int = 0) -> None:
+        """Check that the heuristic leaves the env as it found it, on the states of a short random rollout of the first
+        simulator (from its current, non-terminal state, which is restored afterwards).
+
+        At each state the heuristic is called as the search calls it (a wrapper it stepped is restored). Then the
+        unwrapped env's simple attributes and its random generator must be as before, and a step from there must give
+        what the same step gives from the state's snapshot.
+
+        :param depth: the most states checked
+        :param seed: seed of the random actions
+        :raises HeuristicError: naming the heuristic, the env and what it changed
+        """
+        if self.heuristic is None:
+            return
+        env = self.simulators[0]
+        start = env.snapshot()
+        space = copy.deepcopy(env.action_space)
+        space.seed(seed)
+        try:
+            for _ in range(depth):
+                action = random_legal_action(env, space)
+                if self._heuristic_changed(env, action):  # the action ends the episode
+                    break
+                env.step(action)
+        finally:
+            env.restore(start)
+
+    def _heuristic_changed(self, env: SimulatorWrapper, action: Any) -> bool:
+        """Call the heuristic at the env's current state and compare the state after with the state before.
+
+        :param env: the simulator, at a non-terminal state
+        :param action: an action to try from that state
+        :return: whether ``action`` ends the episode from there (the state is left as it was)
+        """
+        snapshot = env.snapshot()
+        base = env.unwrapped
+        attributes = attribute_fingerprint(env)
+        rng = getattr(base, "_np_random", None)
+        rng_state = copy.deepcopy(rng.bit_generator.state) if rng is not None else None
+        version = env.state_version
+        self._call_heuristic(env)  # its value is checked where the search uses it
+        if env.state_version != version:
+            env.restore(snapshot)
+        diff = attribute_difference(attribute_fingerprint(env), attributes)
+        if diff is not None:
+            self._changed(env, f"{diff[0]} ({diff[1]})")
+        rng = getattr(base, "_np_random", None)
+        if rng_state is not None and (rng is None or rng.bit_generator.state != rng_state):
+            self._changed(env, "the state of its random generator np_random")
+        after = env.step(action)[:4]
+        env.restore(snapshot)
+        expected = env.step(action)[:4]
+        env.restore(snapshot)
+        for name, got, want in zip(("observation", "reward", "terminated", "truncated"), after, expected):
+            diff = first_difference(got, want, name)
+            if diff is not None:
+                self._changed(env, f"the next step: its {diff[0]} differed from a step from the state's snapshot ({diff[1]})")
+        return bool(expected[2] or expected[3])
+
+    def _changed(self, env: SimulatorWrapper, what: str) -> None:
+        """:param env: the simulator
+        :param what: what the heuristic changed"""
+        raise HeuristicError(
+            f"the heuristic {self.heuristic!r} changed the env {env_name(env)} when called at {_describe_state(env)}: "
+            f"{what}. The search snapshots a state before calling the heuristic and steps on from there, so such a "
+            f"change corrupts the search; {_HEURISTIC_CONTRACT}"
+        )
 
 
 def vec_env_simulators(venv: VecEnv, algo: str = "DirPG") -> list[SimulatorWrapper]:

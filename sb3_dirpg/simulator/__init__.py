@@ -1,5 +1,6 @@
 """Simulator-cloning wrapper: seeded reset, snapshot and restore of a gymnasium env."""
 
+from sb3_dirpg.simulator.api_check import EnvAPIError
 from sb3_dirpg.simulator.cloners import DeepcopyCloner, FieldsCloner
 from sb3_dirpg.simulator.registry import (
     ChainCloner,
@@ -11,6 +12,7 @@ from sb3_dirpg.simulator.registry import (
     register_wrapper_attrs,
 )
 from sb3_dirpg.simulator.replay import ReplayCloner
+from sb3_dirpg.simulator.self_check import NondeterministicResetWarning
 from sb3_dirpg.simulator.unwrap import strip_monitor
 from sb3_dirpg.simulator.wrapper import SimulatorWrapper, Snapshot
 
@@ -18,8 +20,10 @@ __all__ = [
     "ChainCloner",
     "Cloner",
     "DeepcopyCloner",
+    "EnvAPIError",
     "FieldsCloner",
     "NondeterministicEnvError",
+    "NondeterministicResetWarning",
     "NotClonableError",
     "ReplayCloner",
     "SimulatorWrapper",

@@ -43,15 +43,24 @@ def all_legal_mask(space: gym.Space) -> np.ndarray | None:
 def find_horizon(layers: list[gym.Wrapper], base: gym.Env) -> int | None:
     """:param layers: the wrapper layers of an env chain
     :param base: its unwrapped env
-    :return: ``max_episode_steps`` of a ``TimeLimit`` among the layers, else the env's own ``max_steps`` (MiniGrid
+    :return: the smallest ``max_episode_steps`` of the ``TimeLimit`` layers, else the env's own ``max_steps`` (MiniGrid
         truncates internally) or ``horizon`` (envs that always end after a fixed number of steps, such as the
         spanning-tree bandit and DeepSea), else None"""
+    found = describe_horizon(layers, base)
+    return None if found is None else found[0]
+
+
+def describe_horizon(layers: list[gym.Wrapper], base: gym.Env) -> tuple[int, str] | None:
+    """:param layers: the wrapper layers of an env chain
+    :param base: its unwrapped env
+    :return: the horizon of :func:`find_horizon` and what sets it (``"its TimeLimit"``, ``"its max_steps"``, ...), or
+        None"""
     time_limit = gymnasium_time_limit()
-    for layer in layers:
-        if isinstance(layer, time_limit):
-            return int(layer._max_episode_steps)
+    limits = [int(layer._max_episode_steps) for layer in layers if isinstance(layer, time_limit)]
+    if limits:
+        return min(limits), "its TimeLimit"
     for name in ("max_steps", "horizon"):
         value = getattr(base, name, None)
         if isinstance(value, (int, np.integer)):
-            return int(value)
+            return int(value), f"its {name}"
     return None

@@ -1,7 +1,8 @@
 """The determinism self-check of :class:`~sb3_dirpg.simulator.SimulatorWrapper`: does restoring a snapshot reproduce
-the env exactly?
+the env exactly, and does resetting with the same seed reproduce the episode?
 
-Entry point: :func:`run_determinism_check`, which ``SimulatorWrapper.check_determinism`` calls.
+Entry points: :func:`run_determinism_check` and :func:`run_reset_check`, which ``SimulatorWrapper.check_determinism``
+calls.
 """
 
 from __future__ import annotations
@@ -37,6 +38,17 @@ class CheckedSimulator(Protocol):
 
     def action_masks(self) -> np.ndarray:
         """:return: the legal actions, bool"""
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
+        """:param seed: the seed
+        :param options: reset options
+        :return: the first observation and the info"""
+
+
+class NondeterministicResetWarning(UserWarning):
+    """``reset(seed=...)`` twice with the same seed gave different episodes: results will change from run to run and with
+    ``n_workers``."""
+
 
 _SKIP = object()  # a fingerprint value too costly to compare
 _SIMPLE_TYPES = (int, float, bool, str, bytes, type(None), np.generic)
@@ -134,6 +146,65 @@ def _describe(expected: Any, got: Any) -> str:
     return f"expected {short(expected)}, got {short(got)}"
 
 
+def ignored_attributes(sim: CheckedSimulator) -> frozenset[str]:
+    """:param sim: a wrapper
+    :return: the unwrapped env's attributes that the checks do not compare (the RNG, rendering; the cloner may list more
+        in ``ignored_attributes``)"""
+    extra = getattr(sim.cloner, "ignored_attributes", ())
+    return frozenset(("_np_random", "window", "clock", "render_size", *extra))
+
+
+def attribute_fingerprint(sim: CheckedSimulator) -> dict[str, Any]:
+    """:param sim: a wrapper
+    :return: copies of the unwrapped env's cheaply comparable attributes (numbers, strings, small containers and numpy
+        arrays), for :func:`first_difference`"""
+    return _fingerprint(sim.unwrapped.__dict__, ignored_attributes(sim))
+
+
+def attribute_difference(got: dict[str, Any], expected: dict[str, Any]) -> tuple[str, str] | None:
+    """:param got: an :func:`attribute_fingerprint` taken now
+    :param expected: one taken before
+    :return: None when they agree, else the first attribute that differs (``env.unwrapped.name``) and how"""
+    for name in sorted(expected.keys() - got.keys()):
+        return f"env.unwrapped.{name}", "the attribute is gone"
+    for name in sorted(got.keys() - expected.keys()):
+        return f"env.unwrapped.{name}", f"a new attribute, = {_short(got[name])}"
+    for name, value in expected.items():
+        diff = _first_difference(got[name], value, f"env.unwrapped.{name}")
+        if diff is not None:
+            return diff
+    return None
+
+
+def _short(value: Any) -> str:
+    """:param value: a value
+    :return: its repr, cut to 120 characters"""
+    text = repr(value)
+    return text if len(text) <= 120 else text[:117] + "..."
+
+
+def first_difference(got: Any, expected: Any, path: str) -> tuple[str, str] | None:
+    """Compare two values (numpy arrays, dicts, tuples and lists recursively; NaN equals NaN).
+
+    :param got: the value observed now
+    :param expected: the reference value
+    :param path: the name of the value
+    :return: None when equal, else the path of the first differing item and a short description of the difference
+    """
+    return _first_difference(got, expected, path)
+
+
+def random_legal_action(sim: CheckedSimulator, space: gym.Space) -> Any:
+    """:param sim: a wrapper
+    :param space: a private copy of its action space
+    :return: a random action, legal under the action mask for Discrete spaces"""
+    if isinstance(space, gym.spaces.Discrete) and sim.has_action_masks:
+        mask = sim.action_masks()
+        if mask.any():
+            return space.sample(mask=mask.astype(np.int8))
+    return space.sample()
+
+
 class _Path:
     """A random rollout recorded by the determinism check: node snapshots, attribute fingerprints, actions, outcomes."""
 
@@ -175,9 +246,7 @@ class _DeterminismCheck:
         self.sim = sim
         self.take_snapshot = take_snapshot
         self.base = sim.unwrapped
-        # attributes not compared (the cloner may list more in ``ignored_attributes``)
-        extra = getattr(sim.cloner, "ignored_attributes", ())
-        self.ignored = frozenset(("_np_random", "window", "clock", "render_size", *extra))
+        self.ignored = ignored_attributes(sim)
 
     def run(self, n_branches: int, depth: int, seed: int) -> None:
         """:param n_branches: number of divergent branches
@@ -222,11 +291,7 @@ class _DeterminismCheck:
     def _random_action(self, space: gym.Space) -> Any:
         """:param space: a private copy of the action space
         :return: a random action, legal under the action mask for Discrete spaces"""
-        if isinstance(space, gym.spaces.Discrete) and self.sim.has_action_masks:
-            mask = self.sim.action_masks()
-            if mask.any():
-                return space.sample(mask=mask.astype(np.int8))
-        return space.sample()
+        return random_legal_action(self.sim, space)
 
     def _roll(self, space: gym.Space, depth: int) -> _Path:
         """:param space: a private copy of the action space
@@ -300,3 +365,56 @@ class _DeterminismCheck:
         return NondeterministicEnvError(
             f"{env_name(self.sim)}: snapshot/restore is not exact: {field} differed {when} ({detail}). {advice}"
         )
+
+
+def run_reset_check(
+    sim: CheckedSimulator, seed: int, options: dict[str, Any] | None, depth: int = 8
+) -> tuple[str, str, str] | None:
+    """Reset ``sim`` with ``seed`` and take random legal actions; reset with ``seed`` again and take the same actions,
+    comparing the observations, rewards and flags; reset a third time and compare the unwrapped env's simple attributes
+    with their values after the second reset (both resets then follow the same episode, so attributes an env keeps
+    from the previous episode do not count).
+
+    The caller restores the state it had before (this function leaves ``sim`` in a new episode).
+
+    :param sim: a wrapper that has been reset
+    :param seed: the seed of the resets
+    :param options: the reset options
+    :param depth: the most actions taken after each reset
+    :return: None when the episodes agree, else what differed, when, and how
+    """
+    space = copy.deepcopy(sim.action_space)
+    space.seed(seed)
+    obs, _ = sim.reset(seed=seed, options=copy.deepcopy(options))
+    first = [copy.deepcopy(obs)]
+    actions = []
+    masks = []
+    for _ in range(depth):
+        masks.append(sim.action_masks().copy() if sim.has_action_masks else None)
+        action = random_legal_action(sim, space)
+        obs, reward, terminated, truncated, _ = sim.step(action)
+        actions.append(action)
+        first.append((copy.deepcopy(obs), reward, terminated, truncated))
+        if terminated or truncated:
+            break
+    obs, _ = sim.reset(seed=seed, options=copy.deepcopy(options))
+    attributes = attribute_fingerprint(sim)
+    diff = _first_difference(obs, first[0], "observation")
+    if diff is not None:
+        return diff[0], "right after reset", diff[1]
+    names = ("observation", "reward", "terminated", "truncated")
+    for i, action in enumerate(actions):
+        if masks[i] is not None:
+            diff = _first_difference(sim.action_masks(), masks[i], "action mask")
+            if diff is not None:
+                return diff[0], f"after {i} steps", diff[1]
+        outcome = sim.step(action)[:4]
+        for name, got, expected in zip(names, outcome, first[i + 1]):
+            diff = _first_difference(got, expected, name)
+            if diff is not None:
+                return diff[0], f"at step {i + 1} of the same actions", diff[1]
+    sim.reset(seed=seed, options=copy.deepcopy(options))
+    diff = attribute_difference(attribute_fingerprint(sim), attributes)
+    if diff is not None:
+        return diff[0], "right after reset", diff[1]
+    return None

@@ -3,6 +3,14 @@
 :mod:`~sb3_dirpg.dirpg.workers.backends`."""
 
 from sb3_dirpg.dirpg.workers.backends import SearchPool, check_parallel_backend, make_search_pool, split_batch
-from sb3_dirpg.dirpg.workers.processes import SearchWorkerPool, WorkerError
+from sb3_dirpg.dirpg.workers.processes import SearchWorkerPool, WorkerError, check_worker_payload
 
-__all__ = ["SearchPool", "SearchWorkerPool", "WorkerError", "check_parallel_backend", "make_search_pool", "split_batch"]
+__all__ = [
+    "SearchPool",
+    "SearchWorkerPool",
+    "WorkerError",
+    "check_parallel_backend",
+    "check_worker_payload",
+    "make_search_pool",
+    "split_batch",
+]

@@ -30,6 +30,7 @@ from sb3_dirpg.dirpg.update import SearchShare
 from sb3_dirpg.search import SearchConfig, TopDownSearch
 from sb3_dirpg.search.protocols import Heuristic
 from sb3_dirpg.simulator import SimulatorWrapper
+from sb3_dirpg.simulator.cloners import env_name
 from sb3_dirpg.simulator.introspect import gymnasium_time_limit
 
 
@@ -60,6 +61,27 @@ class EnvPickle(CloudpickleWrapper):
         buffer = io.BytesIO()
         _EnvPickler(buffer, protocol=pickle.HIGHEST_PROTOCOL).dump(self.var)
         return buffer.getvalue()
+
+
+def check_worker_payload(env: gym.Env, heuristic: Heuristic | None, n_workers: int) -> None:
+    """Refuse, before any worker starts, an env or heuristic that cannot be sent to the search workers (an open file, a
+    lock, a socket...), with a message that names the workers and ``n_workers=0``.
+
+    :param env: the env chain the workers search (no Monitor)
+    :param heuristic: the heuristic, or None
+    :param n_workers: the number of workers asked for
+    """
+    for what, value in (("env", env), ("heuristic", heuristic)):
+        try:
+            EnvPickle(value).__getstate__()
+        except Exception as error:
+            name = f"env {env_name(env)}" if what == "env" else f"heuristic {heuristic!r}"
+            raise ValueError(
+                f"DirPG: n_workers={n_workers} starts search worker processes (or Ray actors), and each receives a pickled "
+                f"copy of the {name}, which cannot be pickled ({type(error).__name__}: {error}). Pass n_workers=0 to "
+                f"search in this process, or make the {what} picklable (e.g. open files in reset() rather than "
+                "__init__, or give it __getstate__ and __setstate__)"
+            ) from error
 
 
 def _worker(
