@@ -168,7 +168,7 @@ def test_item_policy_refuses_an_observation_without_one_row_per_action():
         DirPG(ItemPolicy, "CartPole-v1", device="cpu")
 
 
-def test_solve_finds_the_optimum_with_enough_budget_and_returns_the_sample_without():
+def test_solve_finds_the_optimum_with_enough_budget_and_plays_greedily_without():
     env = KnapsackEnv(n_items=8, capacity=2.0)
     model = DirPG(ItemPolicy, env, heuristic=knapsack_bound, priority="astar", alpha=1.0, epsilon=10.0, seed=0, device="cpu")
     seeds = list(range(20, 30))
@@ -181,8 +181,17 @@ def test_solve_finds_the_optimum_with_enough_budget_and_returns_the_sample_witho
         replayed = sum(env.step(a)[1] for a in solution.actions)
         assert replayed == pytest.approx(solution.reward_sum)  # the actions are the solution
     assert optimal == len(seeds)
-    for solution in model.solve(seeds, budget=0):
-        assert solution.reward_sum == solution.sample_reward_sum and solution.trajectories == 1
+    for solution in model.solve(seeds, budget=0):  # the greedy trajectory alone: what predict(deterministic=True) plays
+        obs, _ = env.reset(seed=solution.seed)
+        played = []
+        while len(played) < len(solution.actions) + 1:
+            action = int(model.predict(obs, deterministic=True, action_masks=env.action_masks())[0])
+            played.append(action)
+            obs, _, done, _, _ = env.step(action)
+            if done:
+                break
+        assert played == solution.actions and solution.reward_sum == solution.greedy_reward_sum
+        assert solution.trajectories == 1 and solution.interactions == len(played)
     # anytime: the same seeds search in the same order, so a larger budget only adds trajectories
     small, large = model.solve(seeds, budget=15), model.solve(seeds, budget=150)
     assert all(s.reward_sum <= b.reward_sum for s, b in zip(small, large))

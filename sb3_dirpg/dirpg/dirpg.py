@@ -13,9 +13,15 @@ from stable_baselines3.common.type_aliases import GymEnv, Schedule
 
 from sb3_dirpg.common.policies import DirPGPolicy
 from sb3_dirpg.common.simulator_algorithm import SimulatorAlgorithm
-from sb3_dirpg.dirpg.solve import Solution, best_solutions
+from sb3_dirpg.dirpg.solve import Solution, best_solutions, greedy_trajectories
 from sb3_dirpg.dirpg.update import SearchShare, merge_shares
-from sb3_dirpg.dirpg.workers import SearchPool, check_parallel_backend, make_search_pool, split_batch
+from sb3_dirpg.dirpg.workers import (
+    SearchPool,
+    check_parallel_backend,
+    check_worker_payload,
+    make_search_pool,
+    split_batch,
+)
 from sb3_dirpg.search import EpisodeSearch, SearchConfig, SearchResult, TopDownSearch
 from sb3_dirpg.search.protocols import Heuristic
 from sb3_dirpg.simulator import strip_monitor
@@ -54,7 +60,8 @@ class DirPG(SimulatorAlgorithm):
     :param stop_on_success: end an episode's search at the first trajectory that ends in success (``info["is_success"]``,
         the authors' "break on goal"); the budget left is neither spent nor counted in ``num_timesteps``
     :param batch_episodes: episodes searched in lockstep per update (None: ``max(8, n_envs)``)
-    :param max_episode_steps: cut trajectories after this many steps (needed when the env has no time limit)
+    :param max_episode_steps: cut trajectories after this many steps (needed when the env has no time limit; a value
+        above the env's own limit is warned about, and ``horizon`` reports the smaller)
     :param gamma: discount of the return ``R``
     :param max_grad_norm: clip the gradient norm of each update, or None
     :param policy_kwargs: keyword arguments of the policy (``net_arch``, ``features_extractor_class``,
@@ -160,6 +167,8 @@ class DirPG(SimulatorAlgorithm):
             _init_setup_model=_init_setup_model,
             simulator_backend=simulator_backend,
         )
+        if self.n_workers > 0 and self.env is not None:
+            check_worker_payload(strip_monitor(self.env.unwrapped.envs[0]), self.heuristic, self.n_workers)
 
     def search_config(self, **overrides: Any) -> SearchConfig:
         """:param overrides: fields to change
@@ -196,23 +205,33 @@ class DirPG(SimulatorAlgorithm):
         return search.run(seeds, self._search_rng if rng is None else rng, on_iteration=hook)
 
     def solve(self, seeds: int | list[int], budget: int, **overrides: Any) -> list[Solution]:
-        """Search instances with the trained policy and the heuristic, as an anytime solver: the search of training,
-        with no update, no early stop and no stop on success, spends ``budget`` interactions after the policy's own
-        sample and returns the best trajectory it completed. The instance is the model's env reset with the seed.
+        """Solve instances at test time, as an anytime solver: play the policy's greedy trajectory, then search for
+        ``budget`` more interactions with the trained policy and the heuristic (the search of training with no update,
+        no early stop and no stop on success; by default the Gumbel priority, so trajectories come as samples of the
+        policy without replacement, pruned with the heuristic's bound), and return the best trajectory seen. The
+        instance is the model's env reset with the seed; a larger budget never returns a worse solution.
 
-        The search maximises ``D = G + ε·R`` (prunes against it too); a larger ``epsilon`` (an override) weighs the
-        return more against the policy's probability.
+        Pruning compares bounds on ``D = G + ε·R``: pass a large ``epsilon`` (e.g. 1000) to prune on the return alone.
 
         :param seeds: one seed or a list, one instance each
-        :param budget: interactions per instance after the first trajectory (0: the policy's sample alone)
+        :param budget: interactions per instance after the greedy trajectory (0: the greedy trajectory alone)
         :param overrides: search settings to change, e.g. ``epsilon``, ``priority``, ``alpha`` (see :meth:`search_config`)
         :return: one :class:`~sb3_dirpg.dirpg.solve.Solution` per seed
         """
         seeds = [seeds] if isinstance(seeds, numbers.Integral) else [int(s) for s in seeds]
-        settings = dict(early_stop=False, stop_on_success=False, record_trajectories=True, budget=budget)
-        config = self.search_config(**{**settings, **overrides})
-        rng = np.random.default_rng(np.random.SeedSequence([*seeds, len(seeds)]))
-        return best_solutions(self.search(seeds, config=config, rng=rng), seeds)
+        if int(budget) != budget or budget < 0:
+            raise ValueError(f"DirPG.solve: budget must be a non-negative number of interactions, got {budget!r}")
+        if self.simulator is None:
+            raise ValueError("DirPG.solve() needs an env: pass one to the constructor, to load(), or call set_env()")
+        self.simulator.ensure_simulators(len(seeds))
+        greedy = greedy_trajectories(self.simulator, self.policy_logits, seeds, self.horizon)
+        result = None
+        if budget > 0:
+            settings = dict(priority="gumbel", alpha=0.0, early_stop=False, stop_on_success=False, record_trajectories=True)
+            config = self.search_config(**{**settings, "budget": int(budget), **overrides})
+            rng = np.random.default_rng(np.random.SeedSequence([*seeds, len(seeds)]))
+            result = self.search(seeds, config=config, rng=rng)
+        return best_solutions(greedy, result, seeds)
 
     def collect_rollouts(self, callback: BaseCallback) -> SearchShare | None:
         """Search the next batch of episodes, here and in the search workers, and record its ``a_opt`` episodes in the
@@ -378,6 +397,9 @@ class DirPG(SimulatorAlgorithm):
         :param env: the new env
         :param force_reset: see SB3
         """
+        if self.n_workers > 0:
+            env = self._wrap_env(env, self.verbose)
+            check_worker_payload(strip_monitor(env.unwrapped.envs[0]), self.heuristic, self.n_workers)
         super().set_env(env, force_reset=force_reset)
         self.close_workers()
 

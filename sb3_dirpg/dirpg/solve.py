@@ -1,45 +1,91 @@
-"""Search at test time: the best trajectory that a search with the trained policy finds on each instance."""
+"""Search at test time: the best trajectory that the trained policy and a search find on each instance."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from sb3_dirpg.search import SearchResult
+from sb3_dirpg.search.protocols import BatchSimulator, PolicyFunction
 
 
 @dataclass(frozen=True)
 class Solution:
-    """The best trajectory a search found for one episode (one instance).
+    """The best trajectory found for one episode (one instance).
 
     :param seed: the episode's seed (the instance)
     :param actions: the trajectory's actions
     :param reward_sum: its undiscounted sum of rewards (the objective's value on a combinatorial problem)
-    :param sample_reward_sum: the same for ``a_opt``, the policy's own sample, the first trajectory found
-    :param interactions: environment interactions the search spent, ``a_opt`` included
-    :param trajectories: complete trajectories found
+    :param greedy_reward_sum: the same for the policy's greedy trajectory (its most likely legal action at every step)
+    :param interactions: environment interactions spent, the greedy trajectory's included
+    :param trajectories: complete trajectories compared, the greedy one included
     """
 
     seed: int
     actions: list[int]
     reward_sum: float
-    sample_reward_sum: float
+    greedy_reward_sum: float
     interactions: int
     trajectories: int
 
 
-def best_solutions(result: SearchResult, seeds: list[int]) -> list[Solution]:
-    """:param result: a search run with ``record_trajectories=True``
-    :param seeds: the seeds of its episodes
-    :return: per episode, the recorded trajectory with the largest undiscounted sum of rewards (the first on ties)"""
+@dataclass(frozen=True)
+class Trajectory:
+    """:param actions: the actions
+    :param reward_sum: the undiscounted sum of their rewards"""
+
+    actions: list[int]
+    reward_sum: float
+
+
+def greedy_trajectories(
+    simulator: BatchSimulator, policy_fn: PolicyFunction, seeds: list[int], horizon: int | None
+) -> list[Trajectory]:
+    """Play every episode with the policy's most likely legal action, all episodes in lockstep.
+
+    :param simulator: the batch simulator
+    :param policy_fn: observations and masks to logits
+    :param seeds: one seed per episode
+    :param horizon: the step limit, or None to rely on the simulator's ends
+    :return: one trajectory per seed
+    """
+    state = simulator.reset(seeds)
+    obs, masks, snapshots = list(state.obs), np.asarray(state.masks, dtype=bool), list(state.snapshots)
+    actions: list[list[int]] = [[] for _ in seeds]
+    sums = np.zeros(len(seeds))
+    active = np.arange(len(seeds))
+    while active.size:
+        logits = np.where(masks, policy_fn(obs, masks), -np.inf)
+        chosen = logits.argmax(axis=1)
+        state = simulator.step(snapshots, chosen, active)
+        for e, action in zip(active.tolist(), chosen.tolist()):
+            actions[e].append(action)
+        sums[active] += np.asarray(state.rewards, dtype=np.float64)
+        steps = np.array([len(actions[e]) for e in active.tolist()])
+        going = ~np.asarray(state.terminal, dtype=bool) & (steps < horizon if horizon is not None else True)
+        active = active[going]
+        obs = [o for o, g in zip(state.obs, going) if g]
+        snapshots = [s for s, g in zip(state.snapshots, going) if g]
+        masks = np.asarray(state.masks, dtype=bool)[going]
+    return [Trajectory(a, float(s)) for a, s in zip(actions, sums)]
+
+
+def best_solutions(greedy: list[Trajectory], result: SearchResult | None, seeds: list[int]) -> list[Solution]:
+    """:param greedy: the greedy trajectory of each episode
+    :param result: a search of the same episodes run with ``record_trajectories=True``, or None
+    :param seeds: the seeds of the episodes
+    :return: per episode, the greedy trajectory or a recorded one, whichever has the largest undiscounted sum of
+        rewards (the greedy one on ties)"""
     solutions = []
-    for seed, episode in zip(seeds, result.episodes):
-        sums = [result.tree.undiscounted_return(t.leaf) for t in episode.recorded]
-        best = max(range(len(sums)), key=sums.__getitem__)
-        solutions.append(
-            Solution(
-                seed=seed, actions=result.actions(episode.recorded[best].leaf), reward_sum=sums[best],
-                sample_reward_sum=episode.reward_sum_opt, interactions=episode.interactions,
-                trajectories=episode.trajectories,
-            )
-        )  # fmt: skip
+    for i, (seed, start) in enumerate(zip(seeds, greedy)):
+        best, interactions, trajectories = start, len(start.actions), 1
+        if result is not None:
+            episode = result.episodes[i]
+            interactions, trajectories = interactions + episode.interactions, trajectories + episode.trajectories
+            for found in episode.recorded:
+                reward_sum = result.tree.undiscounted_return(found.leaf)
+                if reward_sum > best.reward_sum:
+                    best = Trajectory(result.actions(found.leaf), reward_sum)
+        solutions.append(Solution(seed, best.actions, best.reward_sum, start.reward_sum, interactions, trajectories))
     return solutions
