@@ -251,20 +251,38 @@ def trivial_env() -> Any:
     return Trivial()
 
 
+def time_rows(
+    vec: VecSimulator, snapshots: Any, actions: np.ndarray, episodes: np.ndarray, rounds: int, reps: int, unit: float
+) -> dict[str, list[float]]:
+    """Time ``vec.step`` on the same rows with the checks (``on``) and without (``off``), in alternating rounds.
+
+    :param vec: the batch simulator
+    :param snapshots: the rows' states
+    :param actions: one action per row
+    :param episodes: one episode per row
+    :param rounds: rounds of each variant
+    :param reps: steps of all rows per round
+    :param unit: 1e9 for nanoseconds, 1e6 for microseconds
+    :return: per variant, the time per row of each round
+    """
+    times: dict[str, list[float]] = {"on": [], "off": []}
+    for r in range(2 * rounds):
+        variant = ("on", "off")[(r + r // 2) % 2]
+        with Patched(PER_STEP if variant == "off" else []):
+            start = time.perf_counter()
+            for _ in range(reps):
+                vec.step(snapshots, actions, episodes)
+            times[variant].append((time.perf_counter() - start) / (reps * len(actions)) * unit)
+    return times
+
+
 def overhead(rounds: int, reps: int = 2000) -> None:
     """The checks' own cost per row of VecSimulator.step, on an env whose step is nearly free (best of the rounds)."""
     for heuristic in (None, lambda env: (0.0, 1.0)):
         vec = VecSimulator([SimulatorWrapper(trivial_env()) for _ in range(8)], heuristic)
         roots = vec.reset(list(range(8)))
         actions, episodes = np.arange(8) % 2, np.arange(8)
-        times: dict[str, list[float]] = {"on": [], "off": []}
-        for r in range(2 * rounds):
-            variant = ("on", "off")[(r + r // 2) % 2]
-            with Patched(PER_STEP if variant == "off" else []):
-                start = time.perf_counter()
-                for _ in range(reps):
-                    vec.step(roots.snapshots, actions, episodes)
-                times[variant].append((time.perf_counter() - start) / (reps * 8) * 1e9)
+        times = time_rows(vec, roots.snapshots, actions, episodes, rounds, reps, 1e9)
         on, off = min(times["on"]), min(times["off"])
         print(
             f"VecSimulator.step on a nearly free env, heuristic={'none' if heuristic is None else 'constant'}: best round "
@@ -280,14 +298,7 @@ def n6_rows(rounds: int, reps: int = 300) -> None:
     vec = VecSimulator([SimulatorWrapper(make_minigrid_env(N6, max_steps=100)) for _ in range(8)], model.heuristic)
     roots = vec.reset(list(range(8)))
     actions, episodes = np.full(8, 2), np.arange(8)  # forward: a step that changes the state
-    times: dict[str, list[float]] = {"on": [], "off": []}
-    for r in range(2 * rounds):
-        variant = ("on", "off")[(r + r // 2) % 2]
-        with Patched(PER_STEP if variant == "off" else []):
-            start = time.perf_counter()
-            for _ in range(reps):
-                vec.step(roots.snapshots, actions, episodes)
-            times[variant].append((time.perf_counter() - start) / (reps * 8) * 1e6)
+    times = time_rows(vec, roots.snapshots, actions, episodes, rounds, reps, 1e6)
     on, off = min(times["on"]), min(times["off"])
     print(
         f"VecSimulator.step on MultiRoom-N6 with MultiRoomBound: best round {on:.2f} us per row with the checks, "
@@ -306,14 +317,7 @@ def micro(rounds: int, reps: int = 400) -> None:
         vec = VecSimulator(sims, heuristic)
         roots = vec.reset(list(range(8)))
         actions, episodes = np.arange(8) % 2, np.arange(8)
-        times: dict[str, list[float]] = {"on": [], "off": []}
-        for r in range(2 * rounds):
-            variant = ("on", "off")[(r + r // 2) % 2]
-            with Patched(PER_STEP if variant == "off" else []):
-                start = time.perf_counter()
-                for _ in range(reps):
-                    vec.step(roots.snapshots, actions, episodes)
-                times[variant].append((time.perf_counter() - start) / (reps * 8) * 1e6)
+        times = time_rows(vec, roots.snapshots, actions, episodes, rounds, reps, 1e6)
         on, off = statistics.median(times["on"]), statistics.median(times["off"])
         print(
             f"VecSimulator.step on CartPole, heuristic={getattr(heuristic, '__name__', None)}: median "
