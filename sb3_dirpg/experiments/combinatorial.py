@@ -120,7 +120,10 @@ def build(method: str, family: str, seed: int) -> Any:
     return MaskablePPO("MlpPolicy", masked, policy_kwargs=kwargs, seed=seed, device="cpu")
 
 
-def run_one(family: str, method: str, seed: int, interactions: int, optimum: list[float]) -> dict[str, Any]:
+def run_one(
+    family: str, method: str, seed: int, interactions: int, optimum: list[float],
+    solve_budgets: tuple[int, ...] = SOLVE_BUDGETS,
+) -> dict[str, Any]:  # fmt: skip
     """Train one model, evaluating its greedy policy 5 times; DirPG also searches at test time at the end.
 
     :return: the curve (interactions, training wall time, gap) and, for DirPG, the gap per search budget
@@ -146,7 +149,7 @@ def run_one(family: str, method: str, seed: int, interactions: int, optimum: lis
     result["interactions_budget"] = interactions
     if method == "dirpg":
         result["solve"] = {}
-        for budget in SOLVE_BUDGETS:
+        for budget in solve_budgets:
             start = time.perf_counter()
             solutions = model.solve(EVAL_SEEDS, budget=budget, epsilon=SOLVE_EPSILON)
             result["solve"][str(budget)] = {
@@ -221,6 +224,7 @@ def main() -> None:
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     parser.add_argument("--interactions", type=int, default=100_000, help="interactions per run")
     parser.add_argument("--procs", type=int, default=2, help="runs in parallel, one torch thread each")
+    parser.add_argument("--solve-budgets", nargs="+", type=int, default=list(SOLVE_BUDGETS), help="budgets of DirPG.solve")
     parser.add_argument("--resume", action="store_true", help="keep the runs of the same budget already in the JSON file")
     parser.add_argument("--report", action="store_true", help="only rebuild the table and the figure from the JSON file")
     parser.add_argument("--out", type=Path, default=default_out(), help="folder of the JSON and PNG (%(default)s)")
@@ -232,7 +236,7 @@ def main() -> None:
     done = {(r["family"], r["method"], r["seed"]) for r in kept}
     refs = {family: references(family, EVAL_SEEDS) for family in set(args.families) | {r["family"] for r in kept}}
     jobs = [
-        (f, m, s, args.interactions, refs[f]["optimum"])
+        (f, m, s, args.interactions, refs[f]["optimum"], tuple(args.solve_budgets))
         for f in args.families for m in args.methods for s in args.seeds if (f, m, s) not in done and not args.report
     ]  # fmt: skip
     with ProcessPoolExecutor(args.procs, mp_context=get_context("spawn")) as pool:
@@ -240,7 +244,7 @@ def main() -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     table = summarise(runs, refs)
     budgets = sorted({r["interactions_budget"] for r in runs})
-    settings = {"interactions": budgets, "eval_seeds": [EVAL_SEEDS[0], EVAL_SEEDS[-1]], "solve_budgets": SOLVE_BUDGETS,
+    settings = {"interactions": budgets, "eval_seeds": [EVAL_SEEDS[0], EVAL_SEEDS[-1]], "solve_budgets": args.solve_budgets,
                 "solve_epsilon": SOLVE_EPSILON}  # fmt: skip
     path.write_text(json.dumps({"settings": settings, "table": table, "runs": runs}, indent=1))
     plot(runs, args.out / "combinatorial.png")
