@@ -14,6 +14,7 @@ import pytest
 import sb3_dirpg.envs  # noqa: F401  (registers the envs)
 from sb3_dirpg.envs import make_minigrid_env
 from sb3_dirpg.envs.minigrid import MultiRoomBound
+from sb3_dirpg.envs.minigrid.grid_bound import MiniGridBound, success_targets
 
 GAMMAS = (1.0, 0.99)
 N_ACTIONS = 7  # every MiniGrid action, including the no-ops (pickup/drop/done where nothing happens)
@@ -241,3 +242,109 @@ def test_bound_remembers_each_grid_and_copies_without_its_cache() -> None:
     assert states >= 250
     for copied in (copy.deepcopy(used), pickle.loads(pickle.dumps(used)), cloudpickle.loads(cloudpickle.dumps(used))):
         assert copied(env) == used(env)
+
+
+# -- the general grid bound -------------------------------------------------------------------------------------
+
+# one case per family whose success rule MiniGridBound knows, each with the success reachable within the horizon
+GRID_CASES = [
+    ("MiniGrid-Fetch-5x5-N2-v0", 0, 10),
+    ("MiniGrid-Fetch-5x5-N2-v0", 1, 10),
+    ("MiniGrid-GoToDoor-5x5-v0", 0, 10),
+    ("MiniGrid-KeyCorridorS3R1-v0", 0, 16),
+    ("MiniGrid-PutNear-6x6-N2-v0", 0, 12),
+    ("MiniGrid-PutNear-6x6-N2-v0", 1, 12),
+    ("MiniGrid-Unlock-v0", 0, 22),
+    ("MiniGrid-RedBlueDoors-6x6-v0", 0, 16),
+    ("MiniGrid-Empty-Random-5x5-v0", 0, 10),
+    ("MiniGrid-DoorKey-5x5-v0", 0, 14),
+    ("MiniGrid-MultiRoom-N2-S4-v0", 0, 16),
+    ("MiniGrid-MultiRoom-N2-S4-v0", 3, 16),
+]
+
+
+class OffByOneDistance(MiniGridBound):
+    """A plausible mistake: path lengths one step too long."""
+
+    @staticmethod
+    def _distance(entry, ax, ay, x, y) -> int:
+        return MiniGridBound._distance(entry, ax, ay, x, y) + 1
+
+
+@pytest.fixture(scope="module")
+def grid_searched() -> dict[tuple, dict[tuple, StateRecord]]:
+    """Exhaustive search of every family's case with the grid bound, its mutants and the MultiRoom bound."""
+    results = {}
+    for env_id, seed, horizon in GRID_CASES:
+        env = make_minigrid_env(env_id, max_steps=horizon)
+        env.reset(seed=seed)
+        bounds = {
+            "grid": lambda e, g: as_pair(MiniGridBound.for_env(e, g)(e)),
+            "half": lambda e, g: (0.0, 0.5 * MiniGridBound.for_env(e, g)(e)[1]),
+            "off_by_one": lambda e, g: as_pair(OffByOneDistance.for_env(e, g)(e)),
+        }
+        if env_id in ("MiniGrid-Empty-Random-5x5-v0", "MiniGrid-DoorKey-5x5-v0", "MiniGrid-MultiRoom-N2-S4-v0"):
+            bounds["multiroom"] = bound_fn()
+        results[(env_id, seed, horizon)] = exhaustive_search(env, bounds)
+    return results
+
+
+@pytest.mark.parametrize("case", GRID_CASES, ids=[f"{e}-seed{s}-T{h}" for e, s, h in GRID_CASES])
+def test_grid_bound_is_admissible(grid_searched, case) -> None:
+    """upper >= best and lower <= worst return-to-go at every reachable state of each family, for gamma 1 and 0.99;
+    the success is reachable in every case, so its term is tested."""
+    memo = grid_searched[case]
+    assert len(memo) > 100
+    assert violations(memo, "grid") == (0, 0)
+    assert max(record.best[0] for record in memo.values()) >= 100.0
+
+
+def test_grid_check_catches_mistakes(grid_searched) -> None:
+    """The same check fails for half the bound and for path lengths one step too long (gamma 0.99), except where the
+    bound has slack to spare: on GoToDoor it counts 30 for each of the four doors although opening any door ends the
+    episode, and on PutNear the success needs one step more (the drop) than the bound charges."""
+    half = {case[0] for case, memo in grid_searched.items() if violations(memo, "half")[0] == 0}
+    off_by_one = {case[0] for case, memo in grid_searched.items() if violations(memo, "off_by_one")[0] == 0}
+    assert half == {"MiniGrid-GoToDoor-5x5-v0"}
+    assert off_by_one == {"MiniGrid-GoToDoor-5x5-v0", "MiniGrid-PutNear-6x6-N2-v0"}
+
+
+def test_grid_bound_is_tighter_than_manhattan(grid_searched) -> None:
+    """Where both apply, the path-length bound is never looser than the Manhattan one (every reachable state of the
+    exhaustive cases), and on MultiRoom-N6, whose walls stand between the agent and the goal, it is tighter at most
+    states of random play (gamma 0.99: a longer way means a smaller discount)."""
+    for (env_id, _, _), memo in grid_searched.items():
+        if "multiroom" in next(iter(memo.values())).bounds:
+            grid = np.array([r.bounds["grid"][:, 1] for r in memo.values()])
+            manhattan = np.array([r.bounds["multiroom"][:, 1] for r in memo.values()])
+            assert (grid <= manhattan + 1e-9).all(), env_id
+    env = make_minigrid_env("MiniGrid-MultiRoom-N6-v0")
+    grid_bound, manhattan_bound = MiniGridBound.for_env(env, 0.99), MultiRoomBound.for_env(env, 0.99)
+    rng = np.random.default_rng(0)
+    tighter = []
+    for seed in range(5):
+        env.reset(seed=seed)
+        for _ in range(40):
+            grid_upper, manhattan_upper = grid_bound(env)[1], manhattan_bound(env)[1]
+            assert grid_upper <= manhattan_upper + 1e-9
+            tighter.append(grid_upper < manhattan_upper - 1e-6)
+            if any(env.step(int(rng.integers(N_ACTIONS)))[2:4]):
+                break
+    assert np.mean(tighter) > 0.5, np.mean(tighter)
+
+
+def test_grid_bound_unknown_success_and_copies() -> None:
+    """An env whose success rule is unknown gets the undiscounted success reward (still admissible); a bound copies
+    and pickles without its cache and gives the same values."""
+    env = make_minigrid_env("MiniGrid-MultiRoom-N2-S4-v0", max_steps=16)
+    env.reset(seed=0)
+    bound = MiniGridBound.for_env(env, gamma=0.99)
+    assert success_targets(env.unwrapped)
+    for copied in (copy.deepcopy(bound), pickle.loads(pickle.dumps(bound)), cloudpickle.loads(cloudpickle.dumps(bound))):
+        assert copied(env) == bound(env)
+    memory = make_minigrid_env("MiniGrid-MemoryS7-v0", max_steps=16)
+    memory.reset(seed=0)
+    assert success_targets(memory.unwrapped) is None
+    assert MiniGridBound.for_env(memory)(memory)[1] >= 100.0
+    with pytest.raises(ValueError, match="gamma"):
+        MiniGridBound(gamma=1.5)

@@ -23,7 +23,7 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 
 from sb3_dirpg import DirPG, MiniGridCNN
 from sb3_dirpg.common.callbacks import EvalByInteractions
-from sb3_dirpg.envs.minigrid import MultiRoomBound
+from sb3_dirpg.envs.minigrid import MiniGridBound, MultiRoomBound
 from sb3_dirpg.integrations.zoo import (
     HYPERPARAMS_DIR,
     ZOO_ALGOS,
@@ -142,15 +142,19 @@ def test_optimize_two_trials_then_reload_a_trial(tmp_path) -> None:
 def test_every_zoo_entry_loads_and_trains(tmp_path, algo: str, env_id: str) -> None:
     main(["train", "--algo", algo, "--env", env_id, "-n", "300", "--eval-freq", "-1", "-f", str(tmp_path), *QUIET])
     name = env_id.replace("/", "-")
+    entry = yaml.load((REPO / "zoo_hyperparams" / f"{algo}.yml").read_text(), Loader=yaml.UnsafeLoader)[env_id]
     model = ZOO_ALGOS[algo].load(_run_dir(tmp_path, algo, env_id) / f"{name}.zip")
     assert model.num_timesteps >= 300
     if env_id.startswith("MiniGrid"):
         assert isinstance(model.policy.features_extractor, MiniGridCNN)
         assert model.policy.net_arch == [] and model.policy.normalize_images is False
         assert model.gamma == 0.999
-        if algo == "dirpg":
-            assert isinstance(model.heuristic, MultiRoomBound) and model.heuristic.gamma == 0.999
+        if algo == "dirpg":  # the entry's bound, with the entry's gamma and reward values
+            bound = MiniGridBound if "MiniGridBound" in str(entry["heuristic"]) else MultiRoomBound
+            assert type(model.heuristic) is bound and model.heuristic.gamma == 0.999
+            assert model.heuristic.door_reward == (0.0 if "GoToDoor" in env_id else 30.0)
             assert model.priority == "astar" and model.search_budget == 2900
+        assert ("mission" in model.observation_space.spaces) == ("MissionObs" in str(entry["env_wrapper"]))
 
 
 # -- pieces ----------------------------------------------------------------------------------------------------

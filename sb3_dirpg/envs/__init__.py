@@ -13,9 +13,11 @@ from sb3_dirpg.envs.knapsack import KnapsackEnv, knapsack_bound
 from sb3_dirpg.envs.minigrid import (
     DirectionImageObs,
     FastObservation,
+    MiniGridBound,
     MiniGridCloner,
     MiniGridCNN,
     MiniGridShapedReward,
+    MissionObs,
     MultiRoomBound,
     make_minigrid_env,
 )
@@ -39,9 +41,11 @@ __all__ = [
     "IndependentSetEnv",
     "KnapsackEnv",
     "FastObservation",
+    "MiniGridBound",
     "MiniGridCNN",
     "MiniGridCloner",
     "MiniGridShapedReward",
+    "MissionObs",
     "MultiRoomBound",
     "SpanningTreeBanditEnv",
     "SpanningTreeCloner",

@@ -1,17 +1,19 @@
 """Everything DirPG needs for MiniGrid: the paper's wrappers, a fast observation, the cloner, the paper's network, the
-MultiRoom bound and the compiled simulator."""
+MultiRoom bound, the general grid bound and the compiled simulator."""
 
 from sb3_dirpg.envs.minigrid.bound import MultiRoomBound
 from sb3_dirpg.envs.minigrid.cloner import MiniGridCloner
 from sb3_dirpg.envs.minigrid.cnn import MiniGridCNN
 from sb3_dirpg.envs.minigrid.compiled import CompiledMiniGridSimulator
 from sb3_dirpg.envs.minigrid.fast_obs import FastObservation
+from sb3_dirpg.envs.minigrid.grid_bound import MiniGridBound
 from sb3_dirpg.envs.minigrid.wrappers import (
     DEFAULT_DOOR_REWARD,
     DEFAULT_GOAL_REWARD,
     DEFAULT_PICKUP_REWARD,
     DirectionImageObs,
     MiniGridShapedReward,
+    MissionObs,
     make_minigrid_env,
 )
 
@@ -22,9 +24,11 @@ __all__ = [
     "CompiledMiniGridSimulator",
     "DirectionImageObs",
     "FastObservation",
+    "MiniGridBound",
     "MiniGridCNN",
     "MiniGridCloner",
     "MiniGridShapedReward",
+    "MissionObs",
     "MultiRoomBound",
     "make_minigrid_env",
 ]

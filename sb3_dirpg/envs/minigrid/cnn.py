@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import torch as th
 from gymnasium import spaces
 from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
@@ -10,7 +11,8 @@ from torch import nn
 
 class MiniGridCNN(BaseFeaturesExtractor):
     """The DirPG paper's MiniGrid network: conv 3→32→48→64 on the 7×7 egocentric view, concatenated with the
-    one-hot agent direction (features dimension 64 + 4).
+    one-hot agent direction (features dimension 64 + 4), and the mission vector of
+    :class:`~sb3_dirpg.envs.minigrid.MissionObs` where the observation has one.
 
     Works on ``Dict(image=Box(7, 7, 3) or Box(3, 7, 7), direction=Discrete(4))`` observations (see
     :class:`sb3_dirpg.envs.DirectionImageObs`). SB3's ``NatureCNN`` needs images of at least 36×36.
@@ -27,7 +29,9 @@ class MiniGridCNN(BaseFeaturesExtractor):
         n_channels = image_shape[-1] if self._channels_last else image_shape[0]
         direction = observation_space.spaces.get("direction")
         n_direction = int(direction.n) if isinstance(direction, spaces.Discrete) else 0
-        super().__init__(observation_space, features_dim=64 + n_direction)
+        mission = observation_space.spaces.get("mission")
+        n_mission = int(np.prod(mission.shape)) if isinstance(mission, spaces.Box) else 0
+        super().__init__(observation_space, features_dim=64 + n_direction + n_mission)
         self.cnn = nn.Sequential(
             nn.Conv2d(n_channels, 32, kernel_size=2),
             nn.ReLU(),
@@ -43,6 +47,7 @@ class MiniGridCNN(BaseFeaturesExtractor):
         if n_flat != 64:
             raise ValueError(f"MiniGridCNN expects a 7x7 view (64 conv features), got image shape {image_shape}")
         self.n_direction = n_direction
+        self.n_mission = n_mission
 
     def _to_channels_first(self, image: th.Tensor) -> th.Tensor:
         return image.permute(0, 3, 1, 2) if self._channels_last else image
@@ -54,4 +59,6 @@ class MiniGridCNN(BaseFeaturesExtractor):
         if self.n_direction:
             # SB3 buffers store a Discrete observation with shape (1,), so its one-hot can arrive as (batch, 1, 4)
             features = th.cat([features, observations["direction"].float().reshape(features.shape[0], -1)], dim=1)
+        if self.n_mission:
+            features = th.cat([features, observations["mission"].float().reshape(features.shape[0], -1)], dim=1)
         return features

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import gymnasium as gym
+import numpy as np
 from gymnasium import spaces
 
 from sb3_dirpg.envs.minigrid.fast_obs import front_cell
@@ -37,6 +38,64 @@ class DirectionImageObs(gym.ObservationWrapper, gym.utils.RecordConstructorArgs)
         """:param observation: MiniGrid's observation dict
         :return: the dict without the mission string"""
         return {"image": observation["image"], "direction": int(observation["direction"])}
+
+
+MISSION_COLORS = ("red", "green", "blue", "purple", "yellow", "grey")
+MISSION_OBJECTS = ("key", "ball", "box", "door", "room", "goal")
+MISSION_SLOTS = 3
+
+
+def encode_mission(mission: str) -> np.ndarray:
+    """Encode a MiniGrid mission as the objects it names, in order: each "<colour> <object>" pair of its words fills
+    one slot (a one-hot colour and a one-hot object type), up to :data:`MISSION_SLOTS` slots.
+
+    "put the blue key near the purple box" gives (blue, key), (purple, box); "go to the green door" gives
+    (green, door). Missions that name no coloured object (MultiRoom, DoorKey) encode as zeros.
+
+    :param mission: the mission string
+    :return: float32 vector of length ``MISSION_SLOTS * (len(MISSION_COLORS) + len(MISSION_OBJECTS))``
+    """
+    width = len(MISSION_COLORS) + len(MISSION_OBJECTS)
+    code = np.zeros(MISSION_SLOTS * width, dtype=np.float32)
+    words = mission.replace(",", " ").split()
+    slot = 0
+    for color, kind in zip(words, words[1:]):
+        if slot < MISSION_SLOTS and color in MISSION_COLORS and kind in MISSION_OBJECTS:
+            code[slot * width + MISSION_COLORS.index(color)] = 1.0
+            code[slot * width + len(MISSION_COLORS) + MISSION_OBJECTS.index(kind)] = 1.0
+            slot += 1
+    return code
+
+
+class MissionObs(gym.ObservationWrapper, gym.utils.RecordConstructorArgs):
+    """Add the mission to a Dict observation as a fixed vector (:func:`encode_mission`), under the key ``mission``.
+
+    Mission-conditioned envs (Fetch, GoToDoor, PutNear, LockedRoom) need it: the view alone does not say which object
+    to fetch. Wrap it outside :class:`DirectionImageObs`; :class:`~sb3_dirpg.envs.minigrid.MiniGridCNN` concatenates the
+    vector to its features. The mission is read from the env at each observation (it is fixed for an episode, and the
+    encoding of the last one is remembered), so the wrapper has no state a snapshot needs.
+
+    :param env: a MiniGrid env (possibly wrapped) with Dict observations
+    """
+
+    def __init__(self, env: gym.Env) -> None:
+        gym.utils.RecordConstructorArgs.__init__(self)
+        gym.ObservationWrapper.__init__(self, env)
+        if not isinstance(env.observation_space, spaces.Dict) or not hasattr(env.unwrapped, "mission"):
+            raise ValueError(f"MissionObs needs a MiniGrid env with Dict observations, got {env}")
+        size = MISSION_SLOTS * (len(MISSION_COLORS) + len(MISSION_OBJECTS))
+        mission = spaces.Box(0.0, 1.0, (size,), np.float32)
+        self.observation_space = spaces.Dict({**env.observation_space.spaces, "mission": mission})
+        self._base = env.unwrapped
+        self._last: tuple[str, np.ndarray] = ("", encode_mission(""))
+
+    def observation(self, observation: dict[str, Any]) -> dict[str, Any]:
+        """:param observation: the inner Dict observation
+        :return: the same with ``mission``"""
+        mission = self._base.mission
+        if mission != self._last[0]:
+            self._last = (mission, encode_mission(mission))
+        return {**observation, "mission": self._last[1]}
 
 
 class MiniGridShapedReward(gym.Wrapper, gym.utils.RecordConstructorArgs):
@@ -140,3 +199,4 @@ def make_minigrid_env(
 # both wrappers keep no state between steps: snapshots need not save anything for them
 register_wrapper_attrs(DirectionImageObs, ())
 register_wrapper_attrs(MiniGridShapedReward, ())
+register_wrapper_attrs(MissionObs, ())  # its only attribute caches a pure function of the mission

@@ -1,0 +1,256 @@
+"""A bound on the shaped return-to-go for MiniGrid grids in general: shortest paths around walls to the cell where the
+episode's success happens (a goal, the object to fetch, the door to open or to stand at), and to doors and objects."""
+
+from __future__ import annotations
+
+import contextlib
+import weakref
+from collections import deque
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from sb3_dirpg.envs.minigrid.wrappers import (
+    DEFAULT_DOOR_REWARD,
+    DEFAULT_GOAL_REWARD,
+    DEFAULT_PICKUP_REWARD,
+    MiniGridShapedReward,
+)
+
+UNREACHABLE = np.iinfo(np.int32).max
+
+
+def success_targets(base: Any) -> list[tuple[int, int, int]] | None:
+    """Where the episode's success can happen, for the MiniGrid families whose success rule is known.
+
+    Each target is ``(x, y, slack)``: success needs the agent at shortest-path distance ``d`` of ``(x, y)`` to make at
+    least ``d - slack`` more steps first, so its reward comes at step index ``>= max(d - slack, 0)``.
+
+    * a ``Goal`` cell (Empty, FourRooms, DoorKey, MultiRoom, LockedRoom, ...): entered after ``d`` steps, slack 1;
+    * the object to pick up (KeyCorridor, ObstructedMaze: ``obj``; Fetch: the objects of the mission's type and
+      colour), the door to open (Unlock: ``door``; RedBlueDoors: the blue door) or to stand at (GoToDoor:
+      ``target_pos``): the agent must be next to it, slack 1;
+    * PutNear: the object to move, picked up and then dropped (slack 0); while carrying it, the drop lands within one
+      cell (diagonals included) of ``target_pos`` from a cell next to it, slack 3 on the Manhattan distance.
+
+    :param base: the unwrapped MiniGrid env
+    :return: the targets, or None for an env whose success rule is not known here
+    """
+    from minigrid.envs import (
+        FetchEnv,
+        GoToDoorEnv,
+        KeyCorridorEnv,
+        ObstructedMazeEnv,
+        PutNearEnv,
+        RedBlueDoorEnv,
+        UnlockEnv,
+    )
+
+    goals = _cells(base, "goal", None, 1)
+    if goals:
+        return goals
+    if isinstance(base, (KeyCorridorEnv, ObstructedMazeEnv)):
+        obj = base.obj
+        return [] if obj.cur_pos is None or base.carrying is obj else [(int(obj.cur_pos[0]), int(obj.cur_pos[1]), 1)]
+    if isinstance(base, FetchEnv):
+        return _cells(base, base.targetType, base.targetColor, 1)
+    if isinstance(base, UnlockEnv):
+        return _cells(base, base.door, None, 1)
+    if isinstance(base, RedBlueDoorEnv):
+        return _cells(base, base.blue_door, None, 1)
+    if isinstance(base, GoToDoorEnv):
+        return [(int(base.target_pos[0]), int(base.target_pos[1]), 1)]
+    if isinstance(base, PutNearEnv):
+        carrying = base.carrying
+        if carrying is not None and carrying.type == base.move_type and carrying.color == base.moveColor:
+            return [(int(base.target_pos[0]), int(base.target_pos[1]), -3)]  # negative: Manhattan distance, slack 3
+        return _cells(base, base.move_type, base.moveColor, 0)
+    return None
+
+
+def _cells(base: Any, kind: Any, color: str | None, slack: int) -> list[tuple[int, int, int]]:
+    """:param base: the unwrapped MiniGrid env
+    :param kind: a world object type, or the world object itself
+    :param color: its colour, or None for any
+    :param slack: see :func:`success_targets`
+    :return: the cells of the grid's objects of ``kind`` (and ``color``), with ``slack``"""
+    width = base.grid.width
+
+    def wanted(cell: Any) -> bool:
+        if not isinstance(kind, str):
+            return cell is kind
+        return cell.type == kind and (color is None or cell.color == color)
+
+    return [(k % width, k // width, slack) for k, cell in enumerate(base.grid.grid) if cell is not None and wanted(cell)]
+
+
+def distance_field(passable: np.ndarray, x: int, y: int) -> np.ndarray:
+    """Shortest-path lengths (4-neighbour moves through passable cells) from every cell to ``(x, y)``.
+
+    The target cell itself counts as reachable even when it is not passable (a door, an object to pick up).
+
+    :param passable: bool array (height, width)
+    :param x: the target's column
+    :param y: the target's row
+    :return: int32 array (height, width), :data:`UNREACHABLE` where no path exists
+    """
+    height, width = passable.shape
+    dist = np.full((height, width), UNREACHABLE, dtype=np.int32)
+    dist[y, x] = 0
+    queue = deque([(x, y)])
+    while queue:
+        cx, cy = queue.popleft()
+        step = dist[cy, cx] + 1
+        for nx, ny in ((cx + 1, cy), (cx - 1, cy), (cx, cy + 1), (cx, cy - 1)):
+            if 0 <= nx < width and 0 <= ny < height and passable[ny, nx] and dist[ny, nx] > step:
+                dist[ny, nx] = step
+                queue.append((nx, ny))
+    return dist
+
+
+class MiniGridBound:
+    """``(lower, upper)`` bounds on the discounted return-to-go under :class:`~sb3_dirpg.envs.MiniGridShapedReward`
+    for MiniGrid grids in general.
+
+    It refines :class:`~sb3_dirpg.envs.minigrid.MultiRoomBound` in two ways. Distances are shortest paths around walls
+    and lava (which never move, and which no path to success crosses: lava ends the episode), found by breadth-first
+    search once per grid and target cell, instead of Manhattan distances. And the success reward is placed where the
+    env's success happens (:func:`success_targets`), so envs without a goal cell (Fetch, GoToDoor, PutNear, Unlock,
+    KeyCorridor, RedBlueDoors, ObstructedMaze) get a bound too. Doors, keys, balls and boxes count as passable (a path
+    may open or clear them), so the distances never exceed the true number of steps.
+
+    With ``d(x)`` the path length from the agent to cell ``x``:
+
+    * success: ``goal_reward * gamma^max(d - slack, 0)`` at the nearest target; ``goal_reward`` where the env's rule is
+      unknown (no discount: still admissible); 0 where no target is reachable;
+    * a closed door at most ``door_reward * gamma^max(d - 1, 0)``, an open one at least ``-door_reward`` times that;
+    * not carrying: at most ``pickup_reward * gamma^max(d - 1, 0)`` (nearest pickable object); carrying: at least
+      ``-pickup_reward``.
+
+    The step limit is ignored, as in :class:`~sb3_dirpg.envs.minigrid.MultiRoomBound` (see there why). The bound runs
+    in Python, on the env: the compiled simulator uses ``MultiRoomBound``.
+
+    :param gamma: discount in (0, 1]
+    :param door_reward: the wrapper's ``door_reward``
+    :param goal_reward: the wrapper's ``goal_reward``
+    :param pickup_reward: the wrapper's ``pickup_reward``
+    """
+
+    def __init__(
+        self,
+        gamma: float = 1.0,
+        door_reward: float = DEFAULT_DOOR_REWARD,
+        goal_reward: float = DEFAULT_GOAL_REWARD,
+        pickup_reward: float = DEFAULT_PICKUP_REWARD,
+    ) -> None:
+        if not 0.0 < gamma <= 1.0:
+            raise ValueError(f"gamma must be in (0, 1], got {gamma}")
+        if min(door_reward, goal_reward, pickup_reward) < 0:
+            raise ValueError("door_reward, goal_reward and pickup_reward must be non-negative")
+        self.gamma = float(gamma)
+        self.door_reward = float(door_reward)
+        self.goal_reward = float(goal_reward)
+        self.pickup_reward = float(pickup_reward)
+        # per env chain: its unwrapped env, that env's grid, the passable mask and the distance fields found so far
+        self._layouts: weakref.WeakKeyDictionary[gym.Env, list[Any]] = weakref.WeakKeyDictionary()
+
+    @classmethod
+    def for_env(cls, env: gym.Env, gamma: float = 1.0) -> MiniGridBound:
+        """Bound with the reward values of the :class:`MiniGridShapedReward` found in ``env``'s wrapper chain.
+
+        :param env: a wrapped MiniGrid env
+        :param gamma: discount in (0, 1]
+        :return: the bound
+        """
+        wrapper = env
+        while isinstance(wrapper, gym.Wrapper):
+            if isinstance(wrapper, MiniGridShapedReward):
+                return cls(gamma, wrapper.door_reward, wrapper.goal_reward, wrapper.pickup_reward)
+            wrapper = wrapper.env
+        raise ValueError(f"no MiniGridShapedReward in the wrapper chain of {env}")
+
+    def __getstate__(self) -> dict[str, Any]:
+        """:return: the settings, without the cache (it holds weak references, and a copy starts with none)"""
+        return {key: value for key, value in self.__dict__.items() if key != "_layouts"}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        """:param state: a value returned by :meth:`__getstate__`"""
+        self.__dict__.update(state)
+        self._layouts = weakref.WeakKeyDictionary()
+
+    def _layout(self, env: gym.Env) -> list[Any]:
+        """:param env: an env chain
+        :return: ``[base, grid, passable, fields]`` for the env's current grid (new at each episode)"""
+        try:
+            entry = self._layouts.get(env)
+        except TypeError:  # an unhashable env class: nothing remembered
+            entry = None
+        base = env.unwrapped if entry is None else entry[0]
+        if entry is not None and entry[1] is base.grid:
+            return entry
+        grid = base.grid
+        blocked = [cell is not None and cell.type in ("wall", "lava") for cell in grid.grid]
+        passable = ~np.array(blocked, dtype=bool).reshape(grid.height, grid.width)
+        entry = [base, grid, passable, {}]
+        with contextlib.suppress(TypeError):
+            self._layouts[env] = entry
+        return entry
+
+    @staticmethod
+    def _distance(entry: list[Any], ax: int, ay: int, x: int, y: int) -> int:
+        """:return: the path length from the agent at ``(ax, ay)`` to ``(x, y)`` (its field is found once per grid)"""
+        fields = entry[3]
+        field = fields.get((x, y))
+        if field is None:
+            field = fields[(x, y)] = distance_field(entry[2], x, y)
+        return int(field[ay, ax])
+
+    def __call__(self, env: gym.Env) -> tuple[float, float]:
+        """:param env: a MiniGrid env (possibly wrapped) in the state to bound
+        :return: ``(lower, upper)`` bounds on the discounted return-to-go"""
+        entry = self._layout(env)
+        base = entry[0]
+        if base.max_steps - base.step_count <= 0:
+            return 0.0, 0.0
+        ax, ay = int(base.agent_pos[0]), int(base.agent_pos[1])
+        under = base.grid.grid[ay * base.grid.width + ax]
+        if under is not None and under.type == "goal":
+            return 0.0, 0.0  # standing on the goal: the episode is over
+        gamma = self.gamma
+        targets = success_targets(base)
+        if targets is None:
+            upper = self.goal_reward
+        else:
+            first = UNREACHABLE
+            for x, y, slack in targets:
+                if slack < 0:  # measured in Manhattan distance
+                    index = abs(ax - x) + abs(ay - y) + slack
+                else:
+                    distance = self._distance(entry, ax, ay, x, y)
+                    index = UNREACHABLE if distance == UNREACHABLE else distance - slack
+                first = min(first, max(index, 0))
+            upper = 0.0 if first == UNREACHABLE else self.goal_reward * gamma**first
+        lower = 0.0
+        grid, width = base.grid.grid, base.grid.width
+        nearest_pickable = UNREACHABLE
+        for k, cell in enumerate(grid):
+            if cell is None or cell.type in ("wall", "goal", "lava", "floor"):
+                continue
+            x, y = k % width, k // width
+            if cell.type == "door":
+                distance = self._distance(entry, ax, ay, x, y)
+                if distance == UNREACHABLE:
+                    continue
+                term = self.door_reward * gamma ** max(distance - 1, 0)
+                if cell.is_open:
+                    lower -= term
+                else:
+                    upper += term
+            elif base.carrying is None and cell.can_pickup():
+                nearest_pickable = min(nearest_pickable, self._distance(entry, ax, ay, x, y))
+        if base.carrying is not None:
+            lower -= self.pickup_reward
+        elif nearest_pickable != UNREACHABLE:
+            upper += self.pickup_reward * gamma ** max(nearest_pickable - 1, 0)
+        return float(lower), float(upper)

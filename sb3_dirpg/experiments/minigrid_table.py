@@ -1,0 +1,431 @@
+"""``python -m sb3_dirpg.experiments.minigrid_table``: DirPG, REINFORCE and rl-zoo3's PPO on rl-zoo3's MiniGrid table.
+
+Every cell (env, method, seed) is trained by rl-zoo3's own training entry point: ``python -m rl_zoo3.train`` with
+rl-zoo3's shipped ``ppo.yml`` for PPO, and the project's bridge ``python -m sb3_dirpg.integrations.zoo train`` with
+``zoo_hyperparams/{dirpg,reinforce}.yml`` for ours. The only thing added to an entry is the evaluation callback
+(:class:`~sb3_dirpg.experiments.held_out.HeldOutEvaluation`, through rl-zoo3's ``callback`` hyperparameter): every 5 %
+of the budget it plays the policy with no search on 200 held-out seeds (10000..10199, never trained on), with sampled
+actions (as rl-zoo3 evaluates MiniGrid) and greedy ones, checkpoints, and appends to the cell's record.
+
+A cell runs to the larger of rl-zoo3's PPO budget and 1M interactions, capped at 3M. ``ppo_shaped`` is rl-zoo3's PPO
+with the reward and the step limit of the env's DirPG entry (so that no win comes from reward shaping alone).
+Cells run as subprocesses, ``--procs`` at a time, one torch thread each; ``--resume`` skips finished cells and
+continues unfinished ones from their last checkpoint (rl-zoo3's ``--trained-agent``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+
+from sb3_dirpg.experiments.common import default_out
+from sb3_dirpg.experiments.held_out import write_json
+
+ENVS = (
+    "MiniGrid-Empty-Random-5x5-v0",
+    "MiniGrid-DoorKey-5x5-v0",
+    "MiniGrid-Unlock-v0",
+    "MiniGrid-KeyCorridorS3R1-v0",
+    "MiniGrid-RedBlueDoors-6x6-v0",
+    "MiniGrid-FourRooms-v0",
+    "MiniGrid-Fetch-5x5-N2-v0",
+    "MiniGrid-GoToDoor-5x5-v0",
+    "MiniGrid-PutNear-6x6-N2-v0",
+    "MiniGrid-MultiRoom-N4-S5-v0",
+    "MiniGrid-LockedRoom-v0",
+    "MiniGrid-ObstructedMaze-2Dlh-v0",
+)
+UNSOLVED = ("MiniGrid-MultiRoom-N4-S5-v0", "MiniGrid-LockedRoom-v0", "MiniGrid-ObstructedMaze-2Dlh-v0")
+METHODS = ("dirpg", "reinforce", "ppo", "ppo_shaped")
+MIN_BUDGET, MAX_BUDGET = 1_000_000, 3_000_000
+POINTS = 20  # an evaluation every 5 % of the budget
+LEVEL = 0.9
+
+
+def _load_yaml(path: Path) -> dict[str, Any]:
+    with open(path) as file:
+        return yaml.load(file, Loader=yaml.UnsafeLoader)  # rl-zoo3's loader: its files use !!float and merges
+
+
+def zoo_ppo_file() -> Path:
+    """:return: rl-zoo3's shipped PPO hyperparameter file"""
+    import rl_zoo3
+
+    return Path(rl_zoo3.__file__).parent / "hyperparams" / "ppo.yml"
+
+
+def our_file(algo: str) -> Path:
+    """:param algo: ``dirpg`` or ``reinforce``
+    :return: the project's hyperparameter file for it"""
+    from sb3_dirpg.integrations.zoo import default_conf_file
+
+    return Path(default_conf_file(algo))
+
+
+def zoo_budget(env_id: str) -> int:
+    """:param env_id: an env of the table
+    :return: rl-zoo3's training budget for PPO on it"""
+    return int(_load_yaml(zoo_ppo_file())[env_id]["n_timesteps"])
+
+
+def cell_budget(env_id: str) -> int:
+    """:param env_id: an env of the table
+    :return: the cell's budget: rl-zoo3's, at least 1M, at most 3M"""
+    return int(min(max(zoo_budget(env_id), MIN_BUDGET), MAX_BUDGET))
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One training run of the table.
+
+    :param env_id: the env
+    :param method: one of :data:`METHODS`
+    :param seed: the training seed
+    :param budget: interactions to train for
+    """
+
+    env_id: str
+    method: str
+    seed: int
+    budget: int
+
+    def folder(self, runs: Path) -> Path:
+        """:param runs: the folder of all cells
+        :return: this cell's folder"""
+        return runs / self.env_id / f"{self.method}-s{self.seed}"
+
+
+def entry(env_id: str, method: str) -> dict[str, Any]:
+    """The hyperparameter entry a method trains with (rl-zoo3's file for PPO, the project's for ours).
+
+    :param env_id: the env
+    :param method: one of :data:`METHODS`
+    :return: the entry
+    """
+    path = zoo_ppo_file() if method.startswith("ppo") else our_file(method)
+    table = _load_yaml(path)
+    if env_id not in table:
+        raise KeyError(f"{path} has no entry for {env_id}")
+    return dict(table[env_id])
+
+
+def overrides(env_id: str, method: str) -> dict[str, Any]:
+    """What a method changes in its entry: nothing, except ``ppo_shaped``, which takes DirPG's reward and step limit.
+
+    :param env_id: the env
+    :param method: one of :data:`METHODS`
+    :return: ``env_wrapper`` and ``env_kwargs`` to override, if any
+    """
+    if method != "ppo_shaped":
+        return {}
+    ours = entry(env_id, "dirpg")
+    reward = [w for w in _as_list(ours.get("env_wrapper")) if "ShapedReward" in str(w)]
+    wrappers = reward + _as_list(entry(env_id, "ppo").get("env_wrapper"))
+    return {"env_wrapper": wrappers, "env_kwargs": ours.get("env_kwargs", {})}
+
+
+def _as_list(value: Any) -> list[Any]:
+    return [] if value is None else list(value) if isinstance(value, list) else [value]
+
+
+def evaluation_env(env_id: str, method: str) -> tuple[dict[str, Any], Any]:
+    """:param env_id: the env
+    :param method: one of :data:`METHODS`
+    :return: the ``env_kwargs`` and ``env_wrapper`` the method trains with (the evaluation env is built the same)"""
+    settings = {**entry(env_id, method), **overrides(env_id, method)}
+    return dict(settings.get("env_kwargs") or {}), settings.get("env_wrapper")
+
+
+def command(cell: Cell, runs: Path, offset: int = 0) -> list[str]:
+    """The command line that trains a cell (from the start, or from its checkpoint when ``offset > 0``).
+
+    :param cell: the cell
+    :param runs: the folder of all cells
+    :param offset: interactions already made (resume from the checkpoint)
+    :return: the command
+    """
+    folder = cell.folder(runs)
+    env_kwargs, env_wrapper = evaluation_env(cell.env_id, cell.method)
+    callback = {
+        "sb3_dirpg.experiments.held_out.HeldOutEvaluation": dict(
+            record=str(folder / "record.json"),
+            env_id=cell.env_id,
+            budget=cell.budget,
+            env_kwargs=env_kwargs,
+            env_wrapper=env_wrapper,
+            points=POINTS,
+            offset=offset,
+        )
+    }
+    params = [f"callback:{callback!r}"]
+    extra = overrides(cell.env_id, cell.method)
+    if "env_wrapper" in extra:
+        params.append(f"env_wrapper:{extra['env_wrapper']!r}")
+    if cell.method.startswith("ppo"):
+        head = [sys.executable, "-m", "rl_zoo3.train", "--algo", "ppo", "--gym-packages", "minigrid"]
+    else:
+        head = [sys.executable, "-m", "sb3_dirpg.integrations.zoo", "train", "--algo", cell.method]
+    cmd = [*head, "--env", cell.env_id, "--seed", str(cell.seed), "-n", str(cell.budget - offset), "--num-threads", "1"]
+    cmd += ["--eval-freq", "-1", "-f", str(folder / "zoo"), "--verbose", "0", "--device", "cpu", "-params", *params]
+    if "env_kwargs" in extra and extra["env_kwargs"]:
+        cmd += ["--env-kwargs", *[f"{key}:{value!r}" for key, value in extra["env_kwargs"].items()]]
+    if offset:
+        cmd += ["--trained-agent", str(folder / "model.zip")]
+    return cmd
+
+
+def progress(cell: Cell, runs: Path) -> int:
+    """:param cell: the cell
+    :param runs: the folder of all cells
+    :return: interactions of the cell's last checkpoint (0 if none)"""
+    path = cell.folder(runs) / "record.json"
+    if not path.exists() or not (cell.folder(runs) / "model.zip").exists():
+        return 0
+    points = json.loads(path.read_text())["points"]
+    return int(points[-1]["interactions"]) if points else 0
+
+
+def run_cell(cell: Cell, runs: Path, resume: bool) -> dict[str, Any]:
+    """Train one cell to its budget in a subprocess (its output goes to ``train.log`` in the cell's folder).
+
+    :param cell: the cell
+    :param runs: the folder of all cells
+    :param resume: skip a finished cell and continue an unfinished one; otherwise start afresh
+    :return: the cell's record
+    """
+    folder = cell.folder(runs)
+    done = progress(cell, runs) if resume else 0
+    if not resume and folder.exists():
+        shutil.rmtree(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    if done < cell.budget:
+        started = time.perf_counter()
+        print(f"start {cell.env_id} {cell.method} seed {cell.seed} at {done}", flush=True)
+        with open(folder / "train.log", "a") as log:
+            result = subprocess.run(command(cell, runs, done), stdout=log, stderr=subprocess.STDOUT, check=False)
+        status = "done" if result.returncode == 0 else f"FAILED (exit {result.returncode}, see {folder / 'train.log'})"
+        print(f"{status}: {cell.env_id} {cell.method} seed {cell.seed} in {time.perf_counter() - started:.0f} s", flush=True)
+    return json.loads((folder / "record.json").read_text()) if (folder / "record.json").exists() else {}
+
+
+# -- report ------------------------------------------------------------------------------------------------------
+
+
+def interactions_to(points: Sequence[dict[str, Any]], level: float = LEVEL, mode: str = "sampled") -> float:
+    """:param points: a record's points
+    :param level: the success level
+    :param mode: ``sampled`` or ``greedy``
+    :return: interactions of the first evaluation at or above ``level`` (inf if none)"""
+    for point in points:
+        if point[mode]["success"] >= level:
+            return float(point["interactions"])
+    return float("inf")
+
+
+def at_interactions(points: Sequence[dict[str, Any]], interactions: int, mode: str = "sampled") -> float | None:
+    """:param points: a record's points
+    :param interactions: where to read the curve
+    :param mode: ``sampled`` or ``greedy``
+    :return: success of the last evaluation at or before ``interactions`` (None if the run has not got there)"""
+    if not points or points[-1]["interactions"] < interactions:
+        return None
+    return float([p for p in points if p["interactions"] <= interactions][-1][mode]["success"])
+
+
+def _name(spec: Any) -> str:
+    """:param spec: an import path, or a one-key dict of an import path and its keyword arguments
+    :return: the class or function name"""
+    return str(next(iter(spec)) if isinstance(spec, dict) else spec).rsplit(".", 1)[-1]
+
+
+def describe(env_id: str, method: str) -> dict[str, str]:
+    """:param env_id: the env
+    :param method: one of :data:`METHODS`
+    :return: the reward, observation and heuristic the method uses"""
+    settings = {**entry(env_id, method), **overrides(env_id, method)}
+    wrappers = [_name(w) for w in _as_list(settings.get("env_wrapper"))]
+    shaped = any("ShapedReward" in w for w in wrappers)
+    steps = (settings.get("env_kwargs") or {}).get("max_steps", "env default")
+    heuristic = settings.get("heuristic", "none")
+    return {
+        "reward": f"{'shaped (goal 100, door 30, pickup 5)' if shaped else 'MiniGrid sparse'}, max_steps {steps}",
+        "observation": "+".join(w for w in wrappers if "ShapedReward" not in w) or "raw",
+        "heuristic": _name(heuristic) + (
+            f" ({settings['priority']}, alpha {settings.get('alpha', '-')})" if "priority" in settings else ""
+        ),
+    }
+
+
+def summarize(runs: Path, envs: Sequence[str], methods: Sequence[str]) -> dict[str, Any]:
+    """:param runs: the folder of all cells
+    :param envs: the envs to report
+    :param methods: the methods to report
+    :return: per env and method: seeds, median interactions to 0.9 (sampled), success at rl-zoo3's budget and at the
+        end (mean over seeds, sampled and greedy), mean wall time, and the settings"""
+    summary: dict[str, Any] = {}
+    for env_id in envs:
+        budget, zoo = cell_budget(env_id), zoo_budget(env_id)
+        rows = {}
+        for method in methods:
+            records = []
+            for folder in sorted((runs / env_id).glob(f"{method}-s*")):
+                path = folder / "record.json"
+                if path.exists() and method == folder.name.rsplit("-s", 1)[0]:
+                    records.append(json.loads(path.read_text()))
+            if not records:
+                continue
+            reach = [interactions_to(r["points"]) for r in records]
+
+            def mean(values: list[float | None]) -> float | None:
+                known = [v for v in values if v is not None]
+                return float(np.mean(known)) if known and len(known) == len(values) else None
+
+            rows[method] = {
+                "seeds": len(records),
+                "finished": int(sum(r["points"][-1]["interactions"] >= r["budget"] for r in records if r["points"])),
+                "to_level": float(np.median(reach)),
+                "reached": int(np.isfinite(reach).sum()),
+                "at_zoo_budget": mean([at_interactions(r["points"], min(zoo, r["budget"])) for r in records]),
+                "at_end": mean([at_interactions(r["points"], r["budget"]) for r in records]),
+                "at_end_greedy": mean([at_interactions(r["points"], r["budget"], "greedy") for r in records]),
+                "wall_s": float(np.mean([r["points"][-1]["wall_s"] for r in records if r["points"]])),
+                "curves": [[[p["interactions"], p["sampled"]["success"], p["greedy"]["success"]] for p in r["points"]]
+                           for r in records],  # fmt: skip
+                **describe(env_id, method),
+            }
+        summary[env_id] = {"zoo_budget": zoo, "budget": budget, "unsolved": env_id in UNSOLVED, "methods": rows}
+    return summary
+
+
+def _fmt_count(value: float) -> str:
+    if not np.isfinite(value):
+        return "not reached"
+    return f"{value / 1e6:.2f}M" if value >= 1e6 else f"{value / 1e3:.0f}k"
+
+
+def _fmt_rate(value: float | None) -> str:
+    return "–" if value is None else f"{value:.2f}"
+
+
+def markdown_table(summary: dict[str, Any]) -> str:
+    """:param summary: :func:`summarize`'s output
+    :return: the table in Markdown"""
+    lines = [
+        "| env | budget (rl-zoo3) | method | seeds (finished) | median interactions to 0.9 (sampled) | success at rl-zoo3 "
+        "budget | success at end, sampled / greedy | wall time | reward | observation | heuristic |",
+        "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | --- | --- | --- |",
+    ]
+    for env_id, row in summary.items():
+        name = env_id.removeprefix("MiniGrid-").removesuffix("-v0") + (" (Unsolved)" if row["unsolved"] else "")
+        for method, m in row["methods"].items():
+            lines.append(
+                f"| {name} | {_fmt_count(row['budget'])} ({_fmt_count(row['zoo_budget'])}) | {method} | {m['seeds']} "
+                f"({m['finished']}) | {_fmt_count(m['to_level'])} ({m['reached']}/{m['seeds']}) | "
+                f"{_fmt_rate(m['at_zoo_budget'])} | {_fmt_rate(m['at_end'])} / {_fmt_rate(m['at_end_greedy'])} | "
+                f"{m['wall_s'] / 60:.1f} min | {m['reward']} | {m['observation']} | {m['heuristic']} |"
+            )
+    return "\n".join(lines) + "\n"
+
+
+def plot(summary: dict[str, Any]) -> Any:
+    """:param summary: :func:`summarize`'s output
+    :return: a figure: sampled success against interactions, one panel per env, mean over seeds"""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    envs = list(summary)
+    cols = 4
+    rows = max(1, int(np.ceil(len(envs) / cols)))
+    fig, axes = plt.subplots(rows, cols, figsize=(4 * cols, 3 * rows), squeeze=False)
+    for ax, env_id in zip(axes.flat, envs):
+        for method, m in summary[env_id]["methods"].items():
+            length = min(len(c) for c in m["curves"])
+            curves = np.array([c[:length] for c in m["curves"]], dtype=float)
+            if length:
+                ax.plot(curves[0, :, 0] / 1e6, curves[:, :, 1].mean(axis=0), label=f"{method} ({m['seeds']})")
+        ax.axvline(summary[env_id]["zoo_budget"] / 1e6, color="grey", lw=0.5, ls="--")
+        ax.set_title(env_id.removeprefix("MiniGrid-").removesuffix("-v0"), fontsize=9)
+        ax.set_ylim(-0.02, 1.02)
+        ax.set_xlabel("interactions (M)", fontsize=8)
+    for ax in list(axes.flat)[len(envs):]:
+        ax.axis("off")
+    axes.flat[0].set_ylabel("success (sampled actions)")
+    axes.flat[0].legend(fontsize=7)
+    fig.tight_layout()
+    return fig
+
+
+def report(runs: Path, out: Path, envs: Sequence[str], methods: Sequence[str]) -> dict[str, Any]:
+    """Write ``minigrid_table.{json,md,png}`` into ``out``.
+
+    :param runs: the folder of all cells
+    :param out: the results folder
+    :param envs: the envs to report
+    :param methods: the methods to report
+    :return: the summary
+    """
+    summary = summarize(runs, envs, methods)
+    out.mkdir(parents=True, exist_ok=True)
+    write_json(out / "minigrid_table.json", summary)
+    (out / "minigrid_table.md").write_text(markdown_table(summary))
+    if any(row["methods"] for row in summary.values()):
+        plot(summary).savefig(out / "minigrid_table.png", dpi=110)
+    print(markdown_table(summary))
+    return summary
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """:return: the command-line parser"""
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--envs", nargs="+", default=list(ENVS), help="env ids (default: the 12 of rl-zoo3's table)")
+    parser.add_argument("--methods", nargs="+", default=["dirpg", "reinforce", "ppo"], choices=METHODS)
+    parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
+    parser.add_argument("--procs", type=int, default=2, help="cells run at once (one core each)")
+    parser.add_argument("--budget", type=int, default=None, help="override every cell's budget (quick checks)")
+    parser.add_argument("--resume", action="store_true", help="skip finished cells, continue unfinished ones")
+    parser.add_argument("--report", action="store_true", help="only write the report from the runs made so far")
+    parser.add_argument("--runs", type=Path, default=None, help="folder of the cells (default: OUT/minigrid_table_runs)")
+    parser.add_argument("--out", type=Path, default=None, help="results folder (default: docs/results in a checkout)")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
+    """:param argv: command-line arguments
+    :return: the summary"""
+    args = build_parser().parse_args(argv)
+    unknown = [env_id for env_id in args.envs if env_id not in _load_yaml(zoo_ppo_file())]
+    if unknown:
+        raise SystemExit(f"--envs: rl-zoo3's ppo.yml has no entry for {', '.join(unknown)}")
+    for method in args.methods:
+        for env_id in args.envs:
+            entry(env_id, method)  # a missing entry fails here, before any training
+    out = args.out or default_out()
+    runs = args.runs or out / "minigrid_table_runs"
+    if not args.report:
+        cells = [
+            Cell(env_id, method, seed, args.budget or cell_budget(env_id))
+            for env_id in args.envs
+            for seed in args.seeds
+            for method in args.methods
+        ]
+        with ThreadPoolExecutor(max_workers=args.procs) as pool:
+            list(pool.map(lambda cell: run_cell(cell, runs, args.resume), cells))
+    return report(runs, out, args.envs, args.methods)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,125 @@
+"""The MiniGrid table experiment: budgets, the commands that train each cell, held-out evaluation, resume and report."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch as th
+
+from sb3_dirpg import DirPG, MiniGridCNN
+from sb3_dirpg.envs import MissionObs, make_minigrid_env
+from sb3_dirpg.envs.minigrid.wrappers import encode_mission
+from sb3_dirpg.experiments import minigrid_table as table
+from sb3_dirpg.experiments.held_out import HeldOutEvaluation, build_env, evaluate_held_out
+
+# the budgets rl-zoo3 ships for PPO (its hyperparams/ppo.yml), and the table's rule: at least 1M, at most 3M
+ZOO = {
+    "MiniGrid-Empty-Random-5x5-v0": 1e5,
+    "MiniGrid-DoorKey-5x5-v0": 1e5,
+    "MiniGrid-Unlock-v0": 1e5,
+    "MiniGrid-KeyCorridorS3R1-v0": 5e5,
+    "MiniGrid-RedBlueDoors-6x6-v0": 1e6,
+    "MiniGrid-FourRooms-v0": 5e6,
+    "MiniGrid-Fetch-5x5-N2-v0": 5e6,
+    "MiniGrid-GoToDoor-5x5-v0": 5e6,
+    "MiniGrid-PutNear-6x6-N2-v0": 1e7,
+    "MiniGrid-MultiRoom-N4-S5-v0": 1e7,
+    "MiniGrid-LockedRoom-v0": 1e7,
+    "MiniGrid-ObstructedMaze-2Dlh-v0": 1e7,
+}
+WRAPPERS = ["sb3_dirpg.envs.FastObservation", "sb3_dirpg.envs.MiniGridShapedReward", "sb3_dirpg.envs.DirectionImageObs"]
+
+
+def test_budgets_follow_rl_zoo3() -> None:
+    assert set(table.ENVS) == set(ZOO)
+    for env_id, budget in ZOO.items():
+        assert table.zoo_budget(env_id) == budget
+        assert table.cell_budget(env_id) == min(max(budget, 1e6), 3e6)
+
+
+def test_every_method_has_an_entry_for_every_env() -> None:
+    for env_id in table.ENVS:
+        for method in table.METHODS:
+            assert table.entry(env_id, method)["policy"]
+
+
+def test_commands() -> None:
+    """PPO trains with rl-zoo3's own script and file; ppo_shaped adds DirPG's reward (inside rl-zoo3's observation
+    wrapper) and step limit; ours go through the bridge; a resume continues from the checkpoint."""
+    cell = table.Cell("MiniGrid-DoorKey-5x5-v0", "ppo", 0, 1_000_000)
+    cmd = table.command(cell, table.Path("/runs"))
+    assert cmd[1:3] == ["-m", "rl_zoo3.train"] and "--conf-file" not in cmd and "--trained-agent" not in cmd
+    assert cmd[cmd.index("-n") + 1] == "1000000"
+    assert any(part.startswith("callback:") and "HeldOutEvaluation" in part for part in cmd)
+    shaped = table.command(table.Cell("MiniGrid-DoorKey-5x5-v0", "ppo_shaped", 1, 1_000_000), table.Path("/runs"))
+    wrappers = eval(next(p for p in shaped if p.startswith("env_wrapper:")).split(":", 1)[1])
+    assert wrappers == ["sb3_dirpg.envs.MiniGridShapedReward", "minigrid.wrappers.FlatObsWrapper"]
+    assert shaped[shaped.index("--env-kwargs") + 1] == "max_steps:100"
+    ours = table.command(table.Cell("MiniGrid-Fetch-5x5-N2-v0", "dirpg", 2, 3_000_000), table.Path("/runs"), offset=150_000)
+    assert ours[1:5] == ["-m", "sb3_dirpg.integrations.zoo", "train", "--algo"]
+    assert ours[ours.index("-n") + 1] == "2850000"
+    assert ours[ours.index("--trained-agent") + 1] == "/runs/MiniGrid-Fetch-5x5-N2-v0/dirpg-s2/model.zip"
+
+
+def test_mission_encoding() -> None:
+    width = 12
+    code = encode_mission("put the blue key near the purple box")
+    assert code.sum() == 4 and code[2] == 1 and code[6] == 1 and code[width + 3] == 1 and code[width + 8] == 1
+    assert encode_mission("traverse the rooms to get to the goal").sum() == 0
+    env = MissionObs(make_minigrid_env("MiniGrid-Fetch-5x5-N2-v0"))
+    obs, _ = env.reset(seed=0)
+    assert obs["mission"].shape == (36,) and np.array_equal(obs["mission"], encode_mission(env.unwrapped.mission))
+
+
+def test_held_out_evaluation_records_resumes_and_leaves_training_alone(tmp_path) -> None:
+    """The callback evaluates at 0, budget/2 and budget, writes a record and a checkpoint, and changes nothing in
+    training (same weights as without it); a second process resumes from the record's last point."""
+    env_id, kwargs = "MiniGrid-Empty-Random-5x5-v0", {"max_steps": 20}
+
+    def model() -> DirPG:
+        policy_kwargs = dict(features_extractor_class=MiniGridCNN, net_arch=[], normalize_images=False)
+        env = build_env(env_id, kwargs, WRAPPERS)
+        return DirPG("MultiInputPolicy", env, search_budget=50, seed=3, device="cpu", policy_kwargs=policy_kwargs)
+
+    record = tmp_path / "cell" / "record.json"
+    callback = HeldOutEvaluation(str(record), env_id, 400, kwargs, WRAPPERS, points=2, seeds=(10_000, 6), verbose=0)
+    with_eval, without = model(), model()
+    with_eval.learn(400, callback=callback)
+    without.learn(400)
+    for a, b in zip(with_eval.policy.parameters(), without.policy.parameters()):
+        assert th.equal(a, b)
+    points = json.loads(record.read_text())["points"]
+    assert [p["interactions"] >= 200 * i for i, p in enumerate(points)] == [True] * 3 and len(points) == 3
+    assert (tmp_path / "cell" / "model.zip").exists()
+    again = evaluate_held_out(with_eval, [build_env(env_id, kwargs, WRAPPERS) for _ in range(6)], range(10_000, 10_006), True)
+    assert again == points[-1]["greedy"]  # greedy evaluation is deterministic
+
+    resumed = DirPG.load(tmp_path / "cell" / "model.zip", env=build_env(env_id, kwargs, WRAPPERS), device="cpu")
+    done = points[-1]["interactions"]
+    more = HeldOutEvaluation(str(record), env_id, 800, kwargs, WRAPPERS, points=4, seeds=(10_000, 6), offset=done, verbose=0)
+    resumed.learn(800 - done, callback=more)
+    points = json.loads(record.read_text())["points"]
+    assert [p["interactions"] for p in points][:3] == [0, *[q["interactions"] for q in points[1:3]]]
+    assert points[-1]["interactions"] >= 800 and len(points) == 5
+    assert all(later["wall_s"] >= earlier["wall_s"] for earlier, later in zip(points, points[1:]))
+
+
+def test_report_reads_the_curves(tmp_path) -> None:
+    """Interactions to 0.9 is the first evaluation at or above it; success at rl-zoo3's budget reads the curve there."""
+    folder = tmp_path / "MiniGrid-DoorKey-5x5-v0"
+    for seed, reach in ((0, 2), (1, 4), (2, None)):
+        points = []
+        for i in range(6):
+            success = 0.95 if reach is not None and i >= reach else 0.1 * i
+            points.append({"interactions": i * 200_000, "wall_s": float(i), "sampled": {"success": success},
+                           "greedy": {"success": success / 2}})  # fmt: skip
+        (folder / f"dirpg-s{seed}").mkdir(parents=True)
+        (folder / f"dirpg-s{seed}" / "record.json").write_text(json.dumps({"budget": 1_000_000, "points": points}))
+    summary = table.summarize(tmp_path, ["MiniGrid-DoorKey-5x5-v0"], ["dirpg"])
+    row = summary["MiniGrid-DoorKey-5x5-v0"]["methods"]["dirpg"]
+    assert row["to_level"] == 800_000 and row["reached"] == 2 and row["finished"] == 3
+    assert row["at_zoo_budget"] == pytest.approx(0.0)  # 1e5: the point at 0
+    assert row["at_end"] == pytest.approx((0.95 + 0.95 + 0.5) / 3)
+    assert "not reached" not in table.markdown_table(summary)
