@@ -352,3 +352,40 @@ def test_fixed_horizon_envs_need_no_time_limit() -> None:
         model = DirPG("MlpPolicy", env_id, search_budget=10, seed=0)
         assert model.horizon == model.simulator.simulators[0].unwrapped.horizon
         model.learn(200)
+
+
+def test_update_per_episode_is_one_step_per_map_in_order() -> None:
+    """With ``update_per_episode`` a batch of k searched maps makes k optimizer steps, the same as training on each
+    map's share alone, in order (bit for bit: the same operations); with one map per batch it changes nothing."""
+    from stable_baselines3.common.logger import configure
+
+    from sb3_dirpg.dirpg.update import SearchShare, UpdateSteps
+
+    def model(**kwargs) -> DirPG:
+        learner = small_model(chain(4), seed=1, batch_episodes=4, search_budget=80, epsilon=20.0, **kwargs)
+        learner.set_logger(configure(None, []))
+        return learner
+
+    searched = model().search(list(range(20, 24)))
+    share = SearchShare.of(searched)
+    improved = sorted(set(share.steps.episodes.tolist()))
+    assert len(improved) >= 2, "the test needs several improved maps in the batch"
+    per_episode, one_by_one, batch = model(update_per_episode=True), model(), model()
+    per_episode.train(share)
+    for index in improved:
+        rows = share.steps.episodes == index
+        steps = share.steps
+        alone = UpdateSteps([o for o, keep in zip(steps.obs, rows) if keep], steps.masks[rows], steps.actions[rows],
+                            steps.signs[rows], np.zeros(int(rows.sum()), dtype=np.int64))  # fmt: skip
+        one_by_one.train(SearchShare(episodes=[share.episodes[index]], steps=alone))
+    batch.train(share)
+    assert per_episode._n_updates == len(improved) and batch._n_updates == 1
+    for a, b in zip(per_episode.policy.parameters(), one_by_one.policy.parameters()):
+        assert th.equal(a, b)
+    assert not all(th.equal(a, c) for a, c in zip(per_episode.policy.parameters(), batch.policy.parameters()))
+    single, default = model(update_per_episode=True), model()
+    for learner in (single, default):
+        learner.batch_episodes = 1
+        learner.learn(300)
+    for a, b in zip(single.policy.parameters(), default.policy.parameters()):
+        assert th.equal(a, b)

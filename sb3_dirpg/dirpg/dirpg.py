@@ -14,7 +14,7 @@ from stable_baselines3.common.type_aliases import GymEnv, Schedule
 from sb3_dirpg.common.policies import DirPGPolicy
 from sb3_dirpg.common.simulator_algorithm import SimulatorAlgorithm
 from sb3_dirpg.dirpg.solve import Solution, best_solutions, greedy_trajectories
-from sb3_dirpg.dirpg.update import SearchShare, merge_shares
+from sb3_dirpg.dirpg.update import SearchShare, UpdateSteps, merge_shares
 from sb3_dirpg.dirpg.workers import (
     SearchPool,
     check_parallel_backend,
@@ -60,6 +60,10 @@ class DirPG(SimulatorAlgorithm):
     :param stop_on_success: end an episode's search at the first trajectory that ends in success (``info["is_success"]``,
         the authors' "break on goal"); the budget left is neither spent nor counted in ``num_timesteps``
     :param batch_episodes: episodes searched in lockstep per update (None: ``max(8, n_envs)``)
+    :param update_per_episode: apply one optimizer step per searched episode of a batch, in order, instead of one step
+        on the batch's mean. With ``batch_episodes=k`` the policy is updated after every map as with
+        ``batch_episodes=1``, while the maps are searched ``k`` at a time in lockstep (faster); the search of a batch's
+        later maps then uses a policy up to ``k - 1`` updates old
     :param max_episode_steps: cut trajectories after this many steps (needed when the env has no time limit; a value
         above the env's own limit is warned about, and ``horizon`` reports the smaller)
     :param gamma: discount of the return ``R``
@@ -97,6 +101,7 @@ class DirPG(SimulatorAlgorithm):
         depth_first: bool = False,
         stop_on_success: bool = False,
         batch_episodes: int | None = None,
+        update_per_episode: bool = False,
         max_episode_steps: int | None = None,
         gamma: float = 1.0,
         max_grad_norm: float | None = None,
@@ -146,6 +151,7 @@ class DirPG(SimulatorAlgorithm):
         self.early_stop = early_stop
         self.depth_first = depth_first
         self.stop_on_success = stop_on_success
+        self.update_per_episode = bool(update_per_episode)
         self.strict_heuristic = bool(strict_heuristic)
         # set when a complete trajectory violated the heuristic's bound: pruning is then off for the rest of training
         self.heuristic_violation: str | None = None
@@ -317,16 +323,32 @@ class DirPG(SimulatorAlgorithm):
             self.logger.record_mean("train/grad_norm", 0.0)
             self.logger.record("train/n_updates", self._n_updates, exclude="tensorboard")
             return
-        obs = self.obs_to_policy_tensor(steps.obs)
-        dist = self.policy.get_distribution(obs, action_masks=steps.masks)
-        log_prob = dist.log_prob(th.as_tensor(steps.actions, device=self.device))
-        signs = th.as_tensor(steps.signs, dtype=log_prob.dtype, device=self.device)
+        if self.update_per_episode:
+            groups = [np.flatnonzero(steps.episodes == index) for index in np.unique(steps.episodes)]
+        else:
+            groups = [np.arange(len(steps.actions))]
+        for rows in groups:
+            loss, grad_norm = self._update(steps, rows, 1 if self.update_per_episode else n_episodes)
+            self.logger.record_mean("train/loss", loss)
+            self.logger.record_mean("train/grad_norm", grad_norm)
+        self.logger.record("train/n_updates", self._n_updates, exclude="tensorboard")
+
+    def _update(self, steps: UpdateSteps, rows: np.ndarray, n_episodes: int) -> tuple[float, float]:
+        """One optimizer step on some of a batch's update steps.
+
+        :param steps: the batch's update steps
+        :param rows: the steps to use
+        :param n_episodes: the episodes searched for them (the loss is their mean)
+        :return: the loss and the gradient norm before clipping
+        """
+        obs = self.obs_to_policy_tensor([steps.obs[i] for i in rows] if len(rows) < len(steps.obs) else steps.obs)
+        dist = self.policy.get_distribution(obs, action_masks=steps.masks[rows])
+        log_prob = dist.log_prob(th.as_tensor(steps.actions[rows], device=self.device))
+        signs = th.as_tensor(steps.signs[rows], dtype=log_prob.dtype, device=self.device)
         # -(1/ε)·mean over episodes of [log P(a_dir) − log P(a_opt)]; shared prefixes cancel and are left out
         loss = -(signs * log_prob).sum() / (self.epsilon * n_episodes)
         grad_norm = self._optimizer_step(loss)
-        self.logger.record_mean("train/loss", float(loss.detach()))
-        self.logger.record_mean("train/grad_norm", grad_norm)
-        self.logger.record("train/n_updates", self._n_updates, exclude="tensorboard")
+        return float(loss.detach()), grad_norm
 
     def _check_heuristic(self, episodes: list[EpisodeSearch]) -> None:
         """Runtime admissibility check: the search reports, per episode, the largest gap by which a bound on its

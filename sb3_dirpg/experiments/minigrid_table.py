@@ -94,17 +94,26 @@ class Cell:
     :param method: one of :data:`METHODS`
     :param seed: the training seed
     :param budget: interactions to train for
+    :param tag: names a variant of the method (its settings changed by ``params``), or empty
+    :param params: hyperparameters that the variant changes, as rl-zoo3's ``-params`` takes them (``key:value``)
     """
 
     env_id: str
     method: str
     seed: int
     budget: int
+    tag: str = ""
+    params: tuple[str, ...] = ()
+
+    @property
+    def name(self) -> str:
+        """:return: the method, with its variant's tag"""
+        return f"{self.method}@{self.tag}" if self.tag else self.method
 
     def folder(self, runs: Path) -> Path:
         """:param runs: the folder of all cells
         :return: this cell's folder"""
-        return runs / self.env_id / f"{self.method}-s{self.seed}"
+        return runs / self.env_id / f"{self.name}-s{self.seed}"
 
 
 def entry(env_id: str, method: str) -> dict[str, Any]:
@@ -169,7 +178,7 @@ def command(cell: Cell, runs: Path, offset: int = 0) -> list[str]:
             offset=offset,
         )
     }
-    params = [f"callback:{callback!r}"]
+    params = [f"callback:{callback!r}", *cell.params]
     extra = overrides(cell.env_id, cell.method)
     if "env_wrapper" in extra:
         params.append(f"env_wrapper:{extra['env_wrapper']!r}")
@@ -212,11 +221,11 @@ def run_cell(cell: Cell, runs: Path, resume: bool) -> dict[str, Any]:
     folder.mkdir(parents=True, exist_ok=True)
     if done < cell.budget:
         started = time.perf_counter()
-        print(f"start {cell.env_id} {cell.method} seed {cell.seed} at {done}", flush=True)
+        print(f"start {cell.env_id} {cell.name} seed {cell.seed} at {done}", flush=True)
         with open(folder / "train.log", "a") as log:
             result = subprocess.run(command(cell, runs, done), stdout=log, stderr=subprocess.STDOUT, check=False)
         status = "done" if result.returncode == 0 else f"FAILED (exit {result.returncode}, see {folder / 'train.log'})"
-        print(f"{status}: {cell.env_id} {cell.method} seed {cell.seed} in {time.perf_counter() - started:.0f} s", flush=True)
+        print(f"{status}: {cell.env_id} {cell.name} seed {cell.seed} in {time.perf_counter() - started:.0f} s", flush=True)
     return json.loads((folder / "record.json").read_text()) if (folder / "record.json").exists() else {}
 
 
@@ -271,7 +280,7 @@ def describe(env_id: str, method: str) -> dict[str, str]:
 def summarize(runs: Path, envs: Sequence[str], methods: Sequence[str]) -> dict[str, Any]:
     """:param runs: the folder of all cells
     :param envs: the envs to report
-    :param methods: the methods to report
+    :param methods: the methods to report (``method@tag`` for a variant)
     :return: per env and method: seeds, median interactions to 0.9 (sampled), success at rl-zoo3's budget and at the
         end (mean over seeds, sampled and greedy), mean wall time, and the settings"""
     summary: dict[str, Any] = {}
@@ -303,7 +312,7 @@ def summarize(runs: Path, envs: Sequence[str], methods: Sequence[str]) -> dict[s
                 "wall_s": float(np.mean([r["points"][-1]["wall_s"] for r in records if r["points"]])),
                 "curves": [[[p["interactions"], p["sampled"]["success"], p["greedy"]["success"]] for p in r["points"]]
                            for r in records],  # fmt: skip
-                **describe(env_id, method),
+                **describe(env_id, method.split("@")[0]),
             }
         summary[env_id] = {"zoo_budget": zoo, "budget": budget, "unsolved": env_id in UNSOLVED, "methods": rows}
     return summary
@@ -388,16 +397,92 @@ def report(runs: Path, out: Path, envs: Sequence[str], methods: Sequence[str]) -
     return summary
 
 
+PROBE_SETTINGS = ("grid", "manhattan", "gumbel")
+
+
+def probe_bounds(envs: Sequence[str], n_maps: int = 16, seed: int = 0) -> dict[str, dict[str, dict[str, float]]]:
+    """What the bound does for the search of an untrained policy, per env: DirPG's entry with
+    :class:`~sb3_dirpg.envs.minigrid.MiniGridBound` (``grid``), with :class:`~sb3_dirpg.envs.minigrid.MultiRoomBound`
+    (``manhattan``, envs with a goal cell only), and with the Gumbel priority and no bound (``gumbel``). Same maps
+    (seeds 100, 101, ...), same policy, same search noise.
+
+    :param envs: env ids with a DirPG entry
+    :param n_maps: maps searched per env
+    :param seed: seed of the policy and the search noise
+    :return: per env and setting: the fraction of maps where the search found a success, where ``a_dir`` improved on
+        ``a_opt``, the trajectories completed and the interactions spent per map
+    """
+    import torch as th
+
+    from sb3_dirpg.dirpg import DirPG
+    from sb3_dirpg.envs.minigrid import MiniGridBound, MiniGridCNN, MultiRoomBound
+    from sb3_dirpg.experiments.held_out import build_env
+    from sb3_dirpg.integrations.zoo import prepare_hyperparams
+
+    th.set_num_threads(1)
+    out: dict[str, dict[str, dict[str, float]]] = {}
+    for env_id in envs:
+        settings = entry(env_id, "dirpg")
+        env = build_env(env_id, settings.get("env_kwargs"), settings.get("env_wrapper"))
+        env.reset(seed=0)
+        prepared = prepare_hyperparams(dict(settings))
+        out[env_id] = {}
+        for name in PROBE_SETTINGS:
+            kwargs = dict(search_budget=settings["search_budget"], epsilon=settings["epsilon"], gamma=settings["gamma"],
+                          stop_on_success=settings["stop_on_success"], prune=settings["prune"],
+                          early_stop=settings["early_stop"])  # fmt: skip
+            rewards = prepared["heuristic"]  # the entry's bound carries the reward values of its env
+            if name == "grid":
+                grid = MiniGridBound(settings["gamma"], rewards.door_reward, rewards.goal_reward, rewards.pickup_reward)
+                kwargs.update(priority="astar", alpha=settings["alpha"], heuristic=grid)
+            elif name == "manhattan":
+                if not any(cell is not None and cell.type == "goal" for cell in env.unwrapped.grid.grid):
+                    continue  # MultiRoomBound needs a goal cell
+                manhattan = MultiRoomBound(settings["gamma"], rewards.door_reward, rewards.goal_reward, rewards.pickup_reward)
+                kwargs.update(priority="astar", alpha=settings["alpha"], heuristic=manhattan)
+            else:
+                kwargs.update(priority="gumbel", prune=False)
+            policy_kwargs = dict(features_extractor_class=MiniGridCNN, net_arch=[], normalize_images=False)
+            model = DirPG("MultiInputPolicy", env, seed=seed, device="cpu", policy_kwargs=policy_kwargs, **kwargs)
+            episodes = model.search(list(range(100, 100 + n_maps))).episodes
+            out[env_id][name] = {
+                "success": float(np.mean([ep.success_dir for ep in episodes])),
+                "improved": float(np.mean([ep.improved for ep in episodes])),
+                "trajectories": float(np.mean([ep.trajectories for ep in episodes])),
+                "interactions": float(np.mean([ep.interactions for ep in episodes])),
+            }
+            print(env_id, name, out[env_id][name], flush=True)
+    return out
+
+
+def probe_table(probe: dict[str, dict[str, dict[str, float]]]) -> str:
+    """:param probe: :func:`probe_bounds`'s output
+    :return: a Markdown table"""
+    lines = ["| env | setting | maps with a success found | maps improved | trajectories per map | interactions per map |",
+             "| --- | --- | ---: | ---: | ---: | ---: |"]  # fmt: skip
+    for env_id, rows in probe.items():
+        for name, row in rows.items():
+            lines.append(f"| {env_id.removeprefix('MiniGrid-').removesuffix('-v0')} | {name} | {row['success']:.2f} | "
+                         f"{row['improved']:.2f} | {row['trajectories']:.1f} | {row['interactions']:.0f} |")  # fmt: skip
+    return "\n".join(lines) + "\n"
+
+
 def build_parser() -> argparse.ArgumentParser:
     """:return: the command-line parser"""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--envs", nargs="+", default=list(ENVS), help="env ids (default: the 12 of rl-zoo3's table)")
-    parser.add_argument("--methods", nargs="+", default=["dirpg", "reinforce", "ppo"], choices=METHODS)
+    parser.add_argument("--methods", nargs="+", default=["dirpg", "reinforce", "ppo"],
+                        help=f"of {', '.join(METHODS)}; with --report, method@tag names a variant")
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     parser.add_argument("--procs", type=int, default=2, help="cells run at once (one core each)")
     parser.add_argument("--budget", type=int, default=None, help="override every cell's budget (quick checks)")
     parser.add_argument("--resume", action="store_true", help="skip finished cells, continue unfinished ones")
     parser.add_argument("--report", action="store_true", help="only write the report from the runs made so far")
+    parser.add_argument("--tag", default="", help="name of a variant of the methods (with --params)")
+    parser.add_argument("--params", nargs="+", default=[], metavar="KEY:VALUE",
+                        help="hyperparameters the variant changes (rl-zoo3's -params syntax; not env_wrapper/env_kwargs)")
+    parser.add_argument("--probe", type=int, default=0, metavar="MAPS",
+                        help="only measure what the bound does for the search of an untrained policy, on MAPS maps")
     parser.add_argument("--runs", type=Path, default=None, help="folder of the cells (default: OUT/minigrid_table_runs)")
     parser.add_argument("--out", type=Path, default=None, help="results folder (default: docs/results in a checkout)")
     return parser
@@ -407,24 +492,38 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     """:param argv: command-line arguments
     :return: the summary"""
     args = build_parser().parse_args(argv)
+    if bool(args.tag) != bool(args.params):
+        raise SystemExit("--tag and --params go together: a variant has a name and the settings it changes")
+    if any(param.split(":")[0] in ("env_wrapper", "env_kwargs", "callback") for param in args.params):
+        raise SystemExit("--params: a variant changes the algorithm's settings; env_wrapper, env_kwargs and callback stay")
+    bad = [method for method in args.methods if method.split("@")[0] not in METHODS or ("@" in method and not args.report)]
+    if bad:
+        raise SystemExit(f"--methods: {', '.join(bad)}: choose from {', '.join(METHODS)} (method@tag only with --report)")
     unknown = [env_id for env_id in args.envs if env_id not in _load_yaml(zoo_ppo_file())]
     if unknown:
         raise SystemExit(f"--envs: rl-zoo3's ppo.yml has no entry for {', '.join(unknown)}")
     for method in args.methods:
         for env_id in args.envs:
-            entry(env_id, method)  # a missing entry fails here, before any training
+            entry(env_id, method.split("@")[0])  # a missing entry fails here, before any training
     out = args.out or default_out()
+    if args.probe:
+        probe = probe_bounds(args.envs, args.probe)
+        out.mkdir(parents=True, exist_ok=True)
+        write_json(out / "minigrid_bounds.json", probe)
+        (out / "minigrid_bounds.md").write_text(probe_table(probe))
+        print(probe_table(probe))
+        return probe
     runs = args.runs or out / "minigrid_table_runs"
     if not args.report:
         cells = [
-            Cell(env_id, method, seed, args.budget or cell_budget(env_id))
+            Cell(env_id, method, seed, args.budget or cell_budget(env_id), args.tag, tuple(args.params))
             for env_id in args.envs
             for seed in args.seeds
             for method in args.methods
         ]
         with ThreadPoolExecutor(max_workers=args.procs) as pool:
             list(pool.map(lambda cell: run_cell(cell, runs, args.resume), cells))
-    return report(runs, out, args.envs, args.methods)
+    return report(runs, out, args.envs, [f"{method}@{args.tag}" if args.tag else method for method in args.methods])
 
 
 if __name__ == "__main__":
