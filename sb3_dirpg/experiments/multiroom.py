@@ -91,6 +91,8 @@ METHODS: dict[str, Method] = {
     # the shipped setting (zoo_hyperparams/dirpg.yml): the authors' horizon-free bound, best-first, break on goal
     "dirpg": ("DirPG", dict(DIRPG_PAPER, stop_on_success=True), {}),
     "dirpg-df-stop": ("DirPG", dict(DIRPG_PAPER, depth_first=True, stop_on_success=True), {}),
+    # the shipped setting with 8 maps searched in lockstep and one update per map, in order (issue 22)
+    "dirpg-lockstep8": ("DirPG", dict(DIRPG_PAPER, stop_on_success=True, batch_episodes=8, update_per_episode=True), {}),
     # the setting shipped before: the bound that drops terms beyond the steps left; it never completes a 2nd trajectory
     "dirpg-paper-tight": ("DirPG", dict(DIRPG_PAPER), dict(step_limit=True)),
     # the authors' bound (no step limit), best-first

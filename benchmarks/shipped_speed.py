@@ -1,0 +1,115 @@
+"""``python -m benchmarks.shipped_speed``: the shipped MultiRoom-N6 setting as users train it, early and late.
+
+Every row is built from the N6 entries of ``zoo_hyperparams/dirpg.yml`` and ``reinforce.yml`` as they ship (one map
+per update), on the compiled simulator that ``simulator_backend="auto"`` picks, and measured by ``learn``'s
+interactions per second, side by side and interleaved over rounds:
+
+* ``dirpg`` the entry as it ships (``batch_episodes: 1``);
+* ``dirpg_lockstep8``: the same with 8 maps searched in lockstep and one update per map (``update_per_episode``);
+* ``dirpg_batch32``: 32 maps per search and one update on their mean (the throughput benchmark's row);
+* ``reinforce``: the REINFORCE entry (30 rollouts of 100 steps per map).
+
+*Early* is the untrained policy. *Late* loads the policy weights of a trained N6 checkpoint (``--checkpoint``, a
+DirPG model zip; every row shares the network) into every row: there ``stop_on_success`` ends most searches at
+``a_opt``, and REINFORCE's rollouts end at the goal. The ratios are each row's median rate over REINFORCE's, in the same
+phase.
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import statistics
+from pathlib import Path
+from typing import Any
+
+import torch as th
+import yaml
+
+from benchmarks.common import RESULTS, write_json
+from sb3_dirpg import DirPG
+from sb3_dirpg.baselines import Reinforce
+from sb3_dirpg.envs import make_minigrid_env
+from sb3_dirpg.integrations.zoo import HYPERPARAMS_DIR, prepare_hyperparams
+
+ENV_ID = "MiniGrid-MultiRoom-N6-v0"
+ZOO_ONLY = ("n_timesteps", "policy", "env_wrapper", "env_kwargs", "n_envs", "normalize")
+ROWS = {
+    "dirpg": ("dirpg", {}),
+    "dirpg_lockstep8": ("dirpg", dict(batch_episodes=8, update_per_episode=True)),
+    "dirpg_batch32": ("dirpg", dict(batch_episodes=32)),
+    "reinforce": ("reinforce", {}),
+}
+
+
+def shipped_model(algo: str, seed: int = 0, **changes: Any) -> DirPG | Reinforce:
+    """:param algo: ``dirpg`` or ``reinforce``
+    :param seed: the model's seed
+    :param changes: settings that differ from the entry
+    :return: the model of the algorithm's N6 entry, on the env the entry builds (``max_steps`` 100)"""
+    with open(HYPERPARAMS_DIR / f"{algo}.yml") as file:
+        entry = yaml.load(file, Loader=yaml.UnsafeLoader)[ENV_ID]
+    kwargs = {key: value for key, value in prepare_hyperparams(dict(entry)).items() if key not in ZOO_ONLY}
+    kwargs.update(changes)
+    env = make_minigrid_env(ENV_ID, **entry["env_kwargs"])
+    cls = DirPG if algo == "dirpg" else Reinforce
+    return cls(entry["policy"], env, seed=seed, device="cpu", **kwargs)
+
+
+def rate(model: DirPG | Reinforce, interactions: int) -> float:
+    """:param model: a model
+    :param interactions: at least this many more interactions are made
+    :return: interactions per second of ``learn``"""
+    import time
+
+    before, start = model.num_timesteps, time.perf_counter()
+    model.learn(interactions, reset_num_timesteps=False)
+    return (model.num_timesteps - before) / (time.perf_counter() - start)
+
+
+def measure(rounds: int, interactions: int, checkpoint: Path | None) -> dict[str, Any]:
+    """:param rounds: interleaved rounds
+    :param interactions: interactions per row and round
+    :param checkpoint: a trained DirPG N6 model for the late phase, or None for the early phase only
+    :return: per phase and row, the rates of every round, their median and the ratio to REINFORCE's median"""
+    th.set_num_threads(1)
+    phases: dict[str, Any] = {}
+    trained = DirPG.load(checkpoint, device="cpu").policy.state_dict() if checkpoint is not None else None
+    for phase in ("early", "late") if trained is not None else ("early",):
+        models = {name: shipped_model(algo, **changes) for name, (algo, changes) in ROWS.items()}
+        if phase == "late":
+            for model in models.values():
+                model.policy.load_state_dict(trained)
+        rates: dict[str, list[float]] = {name: [] for name in models}
+        for _ in range(rounds):
+            for name, model in models.items():
+                rates[name].append(rate(model, interactions))
+        medians = {name: statistics.median(values) for name, values in rates.items()}
+        phases[phase] = {name: {"rates": [round(r) for r in rates[name]], "median": round(medians[name]),
+                                "vs_reinforce": round(medians[name] / medians["reinforce"], 3)}
+                         for name in models}  # fmt: skip
+    return phases
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    """:param argv: command-line arguments
+    :return: the results"""
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--interactions", type=int, default=20_000, help="per row and round")
+    parser.add_argument("--checkpoint", type=Path, default=None, help="a trained DirPG N6 model zip (the late phase)")
+    parser.add_argument("--out", type=Path, default=RESULTS / "shipped_speed.json")
+    args = parser.parse_args(argv)
+    result = {"machine": platform.processor() or platform.machine(), "rounds": args.rounds,
+              "interactions": args.interactions, "checkpoint": str(args.checkpoint),
+              "phases": measure(args.rounds, args.interactions, args.checkpoint)}  # fmt: skip
+    print(f"{'phase':6s} {'row':16s} {'median/s':>9s} {'vs REINFORCE':>13s}")
+    for phase, rows in result["phases"].items():
+        for name, row in rows.items():
+            print(f"{phase:6s} {name:16s} {row['median']:9d} {row['vs_reinforce']:13.3f}")
+    write_json(args.out, result)
+    return result
+
+
+if __name__ == "__main__":
+    main()
