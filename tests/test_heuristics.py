@@ -267,8 +267,23 @@ class OffByOneDistance(MiniGridBound):
     """A plausible mistake: path lengths one step too long."""
 
     @staticmethod
-    def _distance(entry, ax, ay, x, y) -> int:
-        return MiniGridBound._distance(entry, ax, ay, x, y) + 1
+    def _distance(entry, ax, ay, x, y, locked=()) -> int:
+        return MiniGridBound._distance(entry, ax, ay, x, y, locked) + 1
+
+
+class KeyBlind(MiniGridBound):
+    """The bound without the way through a key: looser where locked doors stand in the way."""
+
+    def _target_distance(self, entry, ax, ay, x, y) -> int:
+        return self._distance(entry, ax, ay, x, y)
+
+
+class KeyTwoTooLong(MiniGridBound):
+    """A mistake: the way through a key two steps too long (one more step, the door's toggle, is still admissible)."""
+
+    def _target_distance(self, entry, ax, ay, x, y) -> int:
+        through, plain = super()._target_distance(entry, ax, ay, x, y), self._distance(entry, ax, ay, x, y)
+        return through + 2 if through != plain else through
 
 
 @pytest.fixture(scope="module")
@@ -282,6 +297,8 @@ def grid_searched() -> dict[tuple, dict[tuple, StateRecord]]:
             "grid": lambda e, g: as_pair(MiniGridBound.for_env(e, g)(e)),
             "half": lambda e, g: (0.0, 0.5 * MiniGridBound.for_env(e, g)(e)[1]),
             "off_by_one": lambda e, g: as_pair(OffByOneDistance.for_env(e, g)(e)),
+            "key_blind": lambda e, g: as_pair(KeyBlind.for_env(e, g)(e)),
+            "key_too_long": lambda e, g: as_pair(KeyTwoTooLong.for_env(e, g)(e)),
         }
         if env_id in ("MiniGrid-Empty-Random-5x5-v0", "MiniGrid-DoorKey-5x5-v0", "MiniGrid-MultiRoom-N2-S4-v0"):
             bounds["multiroom"] = bound_fn()
@@ -307,6 +324,19 @@ def test_grid_check_catches_mistakes(grid_searched) -> None:
     off_by_one = {case[0] for case, memo in grid_searched.items() if violations(memo, "off_by_one")[0] == 0}
     assert half == {"MiniGrid-GoToDoor-5x5-v0"}
     assert off_by_one == {"MiniGrid-GoToDoor-5x5-v0", "MiniGrid-PutNear-6x6-N2-v0"}
+
+
+def test_the_way_through_a_key(grid_searched) -> None:
+    """Where a locked door stands between the agent and the success (DoorKey, Unlock, KeyCorridor), going through a key
+    makes the bound tighter at many states (gamma 0.99) and it stays admissible (above); two steps too many through the
+    key is caught on Unlock, whose success is the locked door itself."""
+    for env_id in ("MiniGrid-DoorKey-5x5-v0", "MiniGrid-Unlock-v0", "MiniGrid-KeyCorridorS3R1-v0"):
+        memo = next(memo for case, memo in grid_searched.items() if case[0] == env_id)
+        aware = np.array([r.bounds["grid"][1, 1] for r in memo.values()])
+        blind = np.array([r.bounds["key_blind"][1, 1] for r in memo.values()])
+        assert (aware <= blind + 1e-9).all() and (aware < blind - 1e-6).mean() > 0.05, env_id
+    unlock = next(memo for case, memo in grid_searched.items() if case[0] == "MiniGrid-Unlock-v0")
+    assert violations(unlock, "key_too_long")[0] > 0
 
 
 def test_grid_bound_is_tighter_than_manhattan(grid_searched) -> None:

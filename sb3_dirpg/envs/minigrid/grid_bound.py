@@ -113,12 +113,14 @@ class MiniGridBound:
     """``(lower, upper)`` bounds on the discounted return-to-go under :class:`~sb3_dirpg.envs.MiniGridShapedReward`
     for MiniGrid grids in general.
 
-    It refines :class:`~sb3_dirpg.envs.minigrid.MultiRoomBound` in two ways. Distances are shortest paths around walls
-    and lava (which never move, and which no path to success crosses: lava ends the episode), found by breadth-first
-    search once per grid and target cell, instead of Manhattan distances. And the success reward is placed where the
-    env's success happens (:func:`success_targets`), so envs without a goal cell (Fetch, GoToDoor, PutNear, Unlock,
-    KeyCorridor, RedBlueDoors, ObstructedMaze) get a bound too. Doors, keys, balls and boxes count as passable (a path
-    may open or clear them), so the distances never exceed the true number of steps.
+    It refines :class:`~sb3_dirpg.envs.minigrid.MultiRoomBound` in three ways. Distances are shortest paths around
+    walls and lava (which never move, and which no path to success crosses: lava ends the episode), found by
+    breadth-first search once per grid and target cell, instead of Manhattan distances. The success reward is placed
+    where the env's success happens (:func:`success_targets`), so envs without a goal cell (Fetch, GoToDoor, PutNear,
+    Unlock, KeyCorridor, RedBlueDoors, ObstructedMaze) get a bound too. And where locked doors stand in every way to
+    the success and the agent carries no key, the way goes through the nearest key or box first. Doors, keys, balls
+    and boxes count as passable otherwise (a path may open or clear them), so the distances never exceed the true
+    number of steps.
 
     With ``d(x)`` the path length from the agent to cell ``x``:
 
@@ -198,13 +200,59 @@ class MiniGridBound:
         return entry
 
     @staticmethod
-    def _distance(entry: list[Any], ax: int, ay: int, x: int, y: int) -> int:
-        """:return: the path length from the agent at ``(ax, ay)`` to ``(x, y)`` (its field is found once per grid)"""
+    def _distance(entry: list[Any], ax: int, ay: int, x: int, y: int, locked: tuple[int, ...] = ()) -> int:
+        """:param entry: the grid's layout
+        :param ax: the start's column
+        :param ay: the start's row
+        :param x: the target's column
+        :param y: the target's row
+        :param locked: grid indices of cells to treat as walls (locked doors)
+        :return: the path length from ``(ax, ay)`` to ``(x, y)`` (each field is found once per grid and wall set)"""
         fields = entry[3]
-        field = fields.get((x, y))
+        field = fields.get((x, y, locked))
         if field is None:
-            field = fields[(x, y)] = distance_field(entry[2], x, y)
+            passable = entry[2]
+            if locked:
+                passable = passable.copy()
+                passable.flat[list(locked)] = False
+            field = fields[(x, y, locked)] = distance_field(passable, x, y)
         return int(field[ay, ax])
+
+    def _target_distance(self, entry: list[Any], ax: int, ay: int, x: int, y: int) -> int:
+        """Path length from the agent to a success target, through a key where a locked door is in the way.
+
+        When the target is a locked door, or no way to it avoids the locked doors, and the agent carries no key (nor
+        a box, which may hold one), every success first picks up a key: the way is then at least
+        ``d(agent, key) + d(key, target) - 1`` for the nearest key or box, which keeps the target's slack valid. The
+        larger of that and the plain path length is returned: both are lower bounds.
+
+        :param entry: the grid's layout
+        :param ax: the agent's column
+        :param ay: the agent's row
+        :param x: the target's column
+        :param y: the target's row
+        :return: the path length, or :data:`UNREACHABLE`
+        """
+        plain = self._distance(entry, ax, ay, x, y)
+        base, cells, width = entry[0], entry[1].grid, entry[1].width
+        if plain == UNREACHABLE or (base.carrying is not None and base.carrying.type in ("key", "box")):
+            return plain
+        locked = tuple(k for k, cell in enumerate(cells) if cell is not None and cell.type == "door" and cell.is_locked)
+        if not locked:
+            return plain
+        target = cells[y * width + x]
+        target_locked = target is not None and target.type == "door" and target.is_locked
+        free = UNREACHABLE if target_locked else self._distance(entry, ax, ay, x, y, locked)
+        if free == plain:
+            return plain
+        through_key = UNREACHABLE
+        for k, cell in enumerate(cells):
+            if cell is not None and cell.type in ("key", "box"):
+                kx, ky = k % width, k // width
+                to_key, key_to_target = self._distance(entry, ax, ay, kx, ky), self._distance(entry, kx, ky, x, y)
+                if to_key != UNREACHABLE and key_to_target != UNREACHABLE:
+                    through_key = min(through_key, to_key + key_to_target - 1)
+        return max(plain, min(free, through_key))  # both are lower bounds on the way
 
     def __call__(self, env: gym.Env) -> tuple[float, float]:
         """:param env: a MiniGrid env (possibly wrapped) in the state to bound
@@ -227,7 +275,7 @@ class MiniGridBound:
                 if slack < 0:  # measured in Manhattan distance
                     index = abs(ax - x) + abs(ay - y) + slack
                 else:
-                    distance = self._distance(entry, ax, ay, x, y)
+                    distance = self._target_distance(entry, ax, ay, x, y)
                     index = UNREACHABLE if distance == UNREACHABLE else distance - slack
                 first = min(first, max(index, 0))
             upper = 0.0 if first == UNREACHABLE else self.goal_reward * gamma**first
