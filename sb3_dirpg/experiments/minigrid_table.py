@@ -149,12 +149,19 @@ def _as_list(value: Any) -> list[Any]:
     return [] if value is None else list(value) if isinstance(value, list) else [value]
 
 
-def evaluation_env(env_id: str, method: str) -> tuple[dict[str, Any], Any]:
+def evaluation_env(env_id: str, method: str, params: Sequence[str] = ()) -> tuple[dict[str, Any], Any]:
     """:param env_id: the env
     :param method: one of :data:`METHODS`
+    :param params: a variant's ``key:value`` changes (an ``env_wrapper`` among them changes the env)
     :return: the ``env_kwargs`` and ``env_wrapper`` the method trains with (the evaluation env is built the same)"""
-    settings = {**entry(env_id, method), **overrides(env_id, method)}
+    settings = {**entry(env_id, method), **overrides(env_id, method), **parse_params(params)}
     return dict(settings.get("env_kwargs") or {}), settings.get("env_wrapper")
+
+
+def parse_params(params: Sequence[str]) -> dict[str, Any]:
+    """:param params: ``key:value`` strings, the value a Python expression (rl-zoo3's ``-params`` syntax)
+    :return: the values"""
+    return {param.split(":", 1)[0]: eval(param.split(":", 1)[1]) for param in params}  # noqa: S307 (rl-zoo3 does the same)
 
 
 def command(cell: Cell, runs: Path, offset: int = 0) -> list[str]:
@@ -166,7 +173,7 @@ def command(cell: Cell, runs: Path, offset: int = 0) -> list[str]:
     :return: the command
     """
     folder = cell.folder(runs)
-    env_kwargs, env_wrapper = evaluation_env(cell.env_id, cell.method)
+    env_kwargs, env_wrapper = evaluation_env(cell.env_id, cell.method, cell.params)
     callback = {
         "sb3_dirpg.experiments.held_out.HeldOutEvaluation": dict(
             record=str(folder / "record.json"),
@@ -480,7 +487,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--report", action="store_true", help="only write the report from the runs made so far")
     parser.add_argument("--tag", default="", help="name of a variant of the methods (with --params)")
     parser.add_argument("--params", nargs="+", default=[], metavar="KEY:VALUE",
-                        help="hyperparameters the variant changes (rl-zoo3's -params syntax; not env_wrapper/env_kwargs)")
+                        help="hyperparameters the variant changes (rl-zoo3's -params syntax; not env_kwargs)")
     parser.add_argument("--probe", type=int, default=0, metavar="MAPS",
                         help="only measure what the bound does for the search of an untrained policy, on MAPS maps")
     parser.add_argument("--runs", type=Path, default=None, help="folder of the cells (default: OUT/minigrid_table_runs)")
@@ -494,8 +501,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     args = build_parser().parse_args(argv)
     if bool(args.tag) != bool(args.params):
         raise SystemExit("--tag and --params go together: a variant has a name and the settings it changes")
-    if any(param.split(":")[0] in ("env_wrapper", "env_kwargs", "callback") for param in args.params):
-        raise SystemExit("--params: a variant changes the algorithm's settings; env_wrapper, env_kwargs and callback stay")
+    if any(param.split(":")[0] in ("env_kwargs", "callback") for param in args.params):
+        raise SystemExit("--params: env_kwargs and callback stay as the entry has them (a variant may change env_wrapper)")
     bad = [method for method in args.methods if method.split("@")[0] not in METHODS or ("@" in method and not args.report)]
     if bad:
         raise SystemExit(f"--methods: {', '.join(bad)}: choose from {', '.join(METHODS)} (method@tag only with --report)")
