@@ -85,9 +85,8 @@ def test_held_out_evaluation_records_resumes_and_leaves_training_alone(tmp_path)
 
     record = tmp_path / "cell" / "record.json"
     callback = HeldOutEvaluation(str(record), env_id, 400, kwargs, WRAPPERS, points=2, seeds=(10_000, 6), verbose=0)
-    with_eval, without = model(), model()
-    with_eval.learn(400, callback=callback)
-    without.learn(400)
+    with_eval = model().learn(400, callback=callback)
+    without = model().learn(400)
     for a, b in zip(with_eval.policy.parameters(), without.policy.parameters()):
         assert th.equal(a, b)
     points = json.loads(record.read_text())["points"]
@@ -123,3 +122,22 @@ def test_report_reads_the_curves(tmp_path) -> None:
     assert row["at_zoo_budget"] == pytest.approx(0.0)  # 1e5: the point at 0
     assert row["at_end"] == pytest.approx((0.95 + 0.95 + 0.5) / 3)
     assert "not reached" not in table.markdown_table(summary)
+
+
+def test_held_out_evaluation_leaves_ppo_training_alone(tmp_path) -> None:
+    """PPO samples its actions from torch's generator: the sampled evaluation draws from its own seeded state and gives
+    it back, so PPO's weights after training are the same with and without the callback."""
+    from stable_baselines3 import PPO
+
+    env_id, wrapper = "MiniGrid-Empty-Random-5x5-v0", "minigrid.wrappers.FlatObsWrapper"
+
+    def model() -> PPO:
+        return PPO("MlpPolicy", build_env(env_id, {}, wrapper), n_steps=64, batch_size=32, n_epochs=1, seed=5, device="cpu")
+
+    callback = HeldOutEvaluation(str(tmp_path / "record.json"), env_id, 128, {}, wrapper, points=2, seeds=(10_000, 4),
+                                 verbose=0)  # fmt: skip
+    with_eval = model().learn(128, callback=callback)  # each built and trained in turn: PPO seeds torch's global state
+    without = model().learn(128)
+    assert len(json.loads((tmp_path / "record.json").read_text())["points"]) == 3
+    for a, b in zip(with_eval.policy.parameters(), without.policy.parameters()):
+        assert th.equal(a, b)
