@@ -28,7 +28,55 @@ def _multiroom_class() -> type | None:
 _MULTIROOM = _multiroom_class()
 
 
-class MultiRoomBound:
+def shaped_reward_values(env: gym.Env) -> tuple[float, float, float]:
+    """:param env: a wrapped MiniGrid env
+    :return: ``door_reward``, ``goal_reward`` and ``pickup_reward`` of the :class:`MiniGridShapedReward` in its chain"""
+    wrapper = env
+    while isinstance(wrapper, gym.Wrapper):
+        if isinstance(wrapper, MiniGridShapedReward):
+            return wrapper.door_reward, wrapper.goal_reward, wrapper.pickup_reward
+        wrapper = wrapper.env
+    raise ValueError(f"no MiniGridShapedReward in the wrapper chain of {env}")
+
+
+class ShapedRewardBound:
+    """What the MiniGrid bounds share: the discount, the reward values of :class:`MiniGridShapedReward`, and a cache
+    per env chain that copies and pickles leave out (it holds weak references, and a copy starts with none).
+
+    :param gamma: discount in (0, 1]
+    :param door_reward: the wrapper's ``door_reward``
+    :param goal_reward: the wrapper's ``goal_reward``
+    :param pickup_reward: the wrapper's ``pickup_reward``
+    """
+
+    def __init__(
+        self,
+        gamma: float = 1.0,
+        door_reward: float = DEFAULT_DOOR_REWARD,
+        goal_reward: float = DEFAULT_GOAL_REWARD,
+        pickup_reward: float = DEFAULT_PICKUP_REWARD,
+    ) -> None:
+        if not 0.0 < gamma <= 1.0:
+            raise ValueError(f"gamma must be in (0, 1], got {gamma}")
+        if min(door_reward, goal_reward, pickup_reward) < 0:
+            raise ValueError("door_reward, goal_reward and pickup_reward must be non-negative")
+        self.gamma = float(gamma)
+        self.door_reward = float(door_reward)
+        self.goal_reward = float(goal_reward)
+        self.pickup_reward = float(pickup_reward)
+        self._layouts: weakref.WeakKeyDictionary[gym.Env, Any] = weakref.WeakKeyDictionary()
+
+    def __getstate__(self) -> dict[str, Any]:
+        """:return: the settings, without the cache"""
+        return {key: value for key, value in self.__dict__.items() if key != "_layouts"}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        """:param state: a value returned by :meth:`__getstate__`"""
+        self.__dict__.update(state)
+        self._layouts = weakref.WeakKeyDictionary()
+
+
+class MultiRoomBound(ShapedRewardBound):
     """``(lower, upper)`` bounds on the discounted return-to-go under :class:`~sb3_dirpg.envs.MiniGridShapedReward`.
 
     The return-to-go is ``r_t + gamma r_{t+1} + ...`` from the current state up to the end of the episode
@@ -77,17 +125,9 @@ class MultiRoomBound:
         pickup_reward: float = DEFAULT_PICKUP_REWARD,
         step_limit: bool = False,
     ) -> None:
-        if not 0.0 < gamma <= 1.0:
-            raise ValueError(f"gamma must be in (0, 1], got {gamma}")
-        if min(door_reward, goal_reward, pickup_reward) < 0:
-            raise ValueError("door_reward, goal_reward and pickup_reward must be non-negative")
-        self.gamma = float(gamma)
-        self.door_reward = float(door_reward)
-        self.goal_reward = float(goal_reward)
-        self.pickup_reward = float(pickup_reward)
+        super().__init__(gamma, door_reward, goal_reward, pickup_reward)
         self.step_limit = bool(step_limit)
-        # per env chain: (its unwrapped env, that env's grid, and on MultiRoom the door cells and goal of the grid)
-        self._layouts: weakref.WeakKeyDictionary[gym.Env, tuple] = weakref.WeakKeyDictionary()
+        # the cache holds, per env chain: its unwrapped env, that env's grid, and on MultiRoom its door cells and goal
 
     @classmethod
     def for_env(cls, env: gym.Env, gamma: float = 1.0, step_limit: bool = False) -> MultiRoomBound:
@@ -98,21 +138,7 @@ class MultiRoomBound:
         :param step_limit: see the class docstring
         :return: the bound
         """
-        wrapper = env
-        while isinstance(wrapper, gym.Wrapper):
-            if isinstance(wrapper, MiniGridShapedReward):
-                return cls(gamma, wrapper.door_reward, wrapper.goal_reward, wrapper.pickup_reward, step_limit)
-            wrapper = wrapper.env
-        raise ValueError(f"no MiniGridShapedReward in the wrapper chain of {env}")
-
-    def __getstate__(self) -> dict[str, Any]:
-        """:return: the settings, without the cache (it holds weak references, and a copy starts with none)"""
-        return {key: value for key, value in self.__dict__.items() if key != "_layouts"}
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        """:param state: a value returned by :meth:`__getstate__`"""
-        self.__dict__.update(state)
-        self._layouts = weakref.WeakKeyDictionary()
+        return cls(gamma, *shaped_reward_values(env), step_limit)
 
     def _find_layout(self, env: gym.Env) -> tuple[gym.Env, tuple[tuple[int, int, int], ...] | None, tuple[int, int]]:
         """The unwrapped env of a chain and, for MultiRoom, its doors' and goal's cells, found once per grid (per episode):

@@ -4,19 +4,13 @@ episode's success happens (a goal, the object to fetch, the door to open or to s
 from __future__ import annotations
 
 import contextlib
-import weakref
 from collections import deque
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
 
-from sb3_dirpg.envs.minigrid.wrappers import (
-    DEFAULT_DOOR_REWARD,
-    DEFAULT_GOAL_REWARD,
-    DEFAULT_PICKUP_REWARD,
-    MiniGridShapedReward,
-)
+from sb3_dirpg.envs.minigrid.bound import ShapedRewardBound, shaped_reward_values
 
 UNREACHABLE = np.iinfo(np.int32).max
 
@@ -109,7 +103,7 @@ def distance_field(passable: np.ndarray, x: int, y: int) -> np.ndarray:
     return dist
 
 
-class MiniGridBound:
+class MiniGridBound(ShapedRewardBound):
     """``(lower, upper)`` bounds on the discounted return-to-go under :class:`~sb3_dirpg.envs.MiniGridShapedReward`
     for MiniGrid grids in general.
 
@@ -139,24 +133,6 @@ class MiniGridBound:
     :param pickup_reward: the wrapper's ``pickup_reward``
     """
 
-    def __init__(
-        self,
-        gamma: float = 1.0,
-        door_reward: float = DEFAULT_DOOR_REWARD,
-        goal_reward: float = DEFAULT_GOAL_REWARD,
-        pickup_reward: float = DEFAULT_PICKUP_REWARD,
-    ) -> None:
-        if not 0.0 < gamma <= 1.0:
-            raise ValueError(f"gamma must be in (0, 1], got {gamma}")
-        if min(door_reward, goal_reward, pickup_reward) < 0:
-            raise ValueError("door_reward, goal_reward and pickup_reward must be non-negative")
-        self.gamma = float(gamma)
-        self.door_reward = float(door_reward)
-        self.goal_reward = float(goal_reward)
-        self.pickup_reward = float(pickup_reward)
-        # per env chain: its unwrapped env, that env's grid, the passable mask and the distance fields found so far
-        self._layouts: weakref.WeakKeyDictionary[gym.Env, list[Any]] = weakref.WeakKeyDictionary()
-
     @classmethod
     def for_env(cls, env: gym.Env, gamma: float = 1.0) -> MiniGridBound:
         """Bound with the reward values of the :class:`MiniGridShapedReward` found in ``env``'s wrapper chain.
@@ -165,21 +141,7 @@ class MiniGridBound:
         :param gamma: discount in (0, 1]
         :return: the bound
         """
-        wrapper = env
-        while isinstance(wrapper, gym.Wrapper):
-            if isinstance(wrapper, MiniGridShapedReward):
-                return cls(gamma, wrapper.door_reward, wrapper.goal_reward, wrapper.pickup_reward)
-            wrapper = wrapper.env
-        raise ValueError(f"no MiniGridShapedReward in the wrapper chain of {env}")
-
-    def __getstate__(self) -> dict[str, Any]:
-        """:return: the settings, without the cache (it holds weak references, and a copy starts with none)"""
-        return {key: value for key, value in self.__dict__.items() if key != "_layouts"}
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        """:param state: a value returned by :meth:`__getstate__`"""
-        self.__dict__.update(state)
-        self._layouts = weakref.WeakKeyDictionary()
+        return cls(gamma, *shaped_reward_values(env))
 
     def _layout(self, env: gym.Env) -> list[Any]:
         """:param env: an env chain
