@@ -14,7 +14,8 @@ import pytest
 import sb3_dirpg.envs  # noqa: F401  (registers the envs)
 from sb3_dirpg.envs import make_minigrid_env
 from sb3_dirpg.envs.minigrid import MultiRoomBound
-from sb3_dirpg.envs.minigrid.grid_bound import MiniGridBound, success_targets
+from sb3_dirpg.envs.minigrid.grid_bound import UNREACHABLE, MiniGridBound, success_targets
+from sb3_dirpg.envs.minigrid.progress import MiniGridProgressBound, MiniGridProgressReward
 
 GAMMAS = (1.0, 0.99)
 N_ACTIONS = 7  # every MiniGrid action, including the no-ops (pickup/drop/done where nothing happens)
@@ -378,3 +379,127 @@ def test_grid_bound_unknown_success_and_copies() -> None:
     assert MiniGridBound.for_env(memory)(memory)[1] >= 100.0
     with pytest.raises(ValueError, match="gamma"):
         MiniGridBound(gamma=1.5)
+
+
+# -- the progress reward and its bound ------------------------------------------------------------------------------
+
+PROGRESS = 5.0
+# the families whose steps to success have a way through a first cell (RedBlueDoors, PutNear) or a key (Unlock), and a
+# pickup target (Fetch)
+PROGRESS_CASES = [
+    ("MiniGrid-Unlock-v0", 0, 22),
+    ("MiniGrid-RedBlueDoors-6x6-v0", 0, 16),
+    ("MiniGrid-PutNear-6x6-N2-v0", 0, 12),
+    ("MiniGrid-Fetch-5x5-N2-v0", 1, 10),
+]
+
+
+class ProgressStepsTooFew(MiniGridProgressBound):
+    """A mistake: the steps to success one too few, which withholds one step of progress that can be made."""
+
+    def steps_to_success(self, env):
+        steps = super().steps_to_success(env)
+        return max(steps - 1, 0) if steps not in (None, UNREACHABLE) else steps
+
+
+def progress_env(env_id: str, horizon: int):
+    """:return: the env with the progress reward on the goal reward alone (doors and pickups 0, as the entries use)"""
+    return MiniGridProgressReward(make_minigrid_env(env_id, max_steps=horizon, door_reward=0.0, pickup_reward=0.0),
+                                  progress_reward=PROGRESS)  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def progress_searched() -> dict[tuple, dict[tuple, StateRecord]]:
+    """Exhaustive search of the progress cases with the progress bound and two mistakes."""
+    results = {}
+    for env_id, seed, horizon in PROGRESS_CASES:
+        env = progress_env(env_id, horizon)
+        env.reset(seed=seed)
+
+        def no_lower(e, g):  # the mistake of taking progress to be never negative
+            lower, upper = MiniGridProgressBound.for_env(e, g)(e)
+            inner = MiniGridBound(g, 0.0, 100.0, 0.0)(e)[0]
+            return inner, upper
+
+        bounds = {
+            "progress": lambda e, g: as_pair(MiniGridProgressBound.for_env(e, g)(e)),
+            "too_few": lambda e, g: as_pair(ProgressStepsTooFew.for_env(e, g)(e)),
+            "no_lower": no_lower,
+        }
+        results[(env_id, seed, horizon)] = exhaustive_search(env, bounds)
+    return results
+
+
+@pytest.mark.parametrize("case", PROGRESS_CASES, ids=[f"{e}-seed{s}-T{h}" for e, s, h in PROGRESS_CASES])
+def test_progress_bound_is_admissible(progress_searched, case) -> None:
+    """upper >= best and lower <= worst return-to-go under the progress reward at every reachable state, gamma 1 and
+    0.99; the success is reachable in every case."""
+    memo = progress_searched[case]
+    assert len(memo) > 100
+    assert violations(memo, "progress") == (0, 0)
+    assert max(record.best[0] for record in memo.values()) >= 100.0
+
+
+def test_progress_check_catches_mistakes(progress_searched) -> None:
+    """One step of progress too few is caught on every case (the bound is tight where the agent faces its way), and
+    leaving out the progress the agent can lose is caught on every case too."""
+    for case, memo in progress_searched.items():
+        assert violations(memo, "too_few")[0] > 0, case
+        assert violations(memo, "no_lower")[1] > 0, case
+
+
+def test_progress_reward_telescopes() -> None:
+    """Over random episodes the reward sums to the goal reward on success plus ``p * (d(s_0) - d(s_T))``, with
+    ``d(s_T) = 0`` on success: the shaping is potential-based, so no loop pays."""
+    rng = np.random.default_rng(0)
+    successes = 0
+    for env_id in ("MiniGrid-RedBlueDoors-6x6-v0", "MiniGrid-Fetch-5x5-N2-v0", "MiniGrid-LockedRoom-v0"):
+        env = progress_env(env_id, 60)
+        steps = MiniGridBound()
+        for seed in range(15):
+            env.reset(seed=seed)
+            first, total, info, done = steps.steps_to_success(env), 0.0, {}, False
+            while not done:
+                _, reward, terminated, truncated, info = env.step(int(rng.integers(N_ACTIONS)))
+                total, done = total + reward, terminated or truncated
+            last = 0 if info["is_success"] else steps.steps_to_success(env)
+            successes += info["is_success"]
+            assert total == pytest.approx(100.0 * info["is_success"] + PROGRESS * (first - last)), (env_id, seed)
+    assert successes > 0
+
+
+def test_progress_reward_bad_input() -> None:
+    """Clear errors: no shaped-reward wrapper inside, a progress reward that is not positive, an env whose success
+    rule is unknown (at reset, before any step)."""
+    import gymnasium as gym
+
+    with pytest.raises(ValueError, match="MiniGridShapedReward"):
+        MiniGridProgressReward(gym.make("MiniGrid-Unlock-v0"))
+    with pytest.raises(ValueError, match="progress_reward"):
+        MiniGridProgressReward(make_minigrid_env("MiniGrid-Unlock-v0"), progress_reward=0.0)
+    with pytest.raises(ValueError, match="progress_reward"):
+        MiniGridProgressBound(progress_reward=-1.0)
+    memory = MiniGridProgressReward(make_minigrid_env("MiniGrid-MemoryS7-v0"))
+    with pytest.raises(ValueError, match="MemoryEnv"):
+        memory.reset(seed=0)
+    with pytest.raises(ValueError, match="MiniGridProgressReward"):
+        MiniGridProgressBound.for_env(make_minigrid_env("MiniGrid-Unlock-v0"))
+
+
+def test_ways_through_a_first_cell() -> None:
+    """RedBlueDoors (red door before the blue one) and PutNear (the object before its target) count the way through
+    the first cell: more steps than to the success target alone on start maps (on PutNear only where the object lies
+    five or more cells from the target, by Manhattan distance), and still admissible (the exhaustive cases above cover
+    both families)."""
+    bound = MiniGridBound()
+    for env_id, share in (("MiniGrid-RedBlueDoors-6x6-v0", 0.5), ("MiniGrid-PutNear-6x6-N2-v0", 0.1)):
+        env = make_minigrid_env(env_id)
+        longer = []
+        for seed in range(10):
+            env.reset(seed=seed)
+            base = env.unwrapped
+            entry = bound._layout(env)
+            ax, ay = int(base.agent_pos[0]), int(base.agent_pos[1])
+            direct = min(max(bound._distance(entry, ax, ay, x, y) - slack, 0) for x, y, slack in success_targets(base))
+            longer.append(bound.steps_to_success(env) > direct)
+        assert np.mean(longer) >= share, (env_id, longer)

@@ -1,5 +1,5 @@
 """Everything DirPG needs for MiniGrid: the paper's wrappers, a fast observation, the cloner, the paper's network, the
-MultiRoom bound, the general grid bound and the compiled simulator."""
+MultiRoom bound, the general grid bound, the progress reward and the compiled simulator."""
 
 from sb3_dirpg.envs.minigrid.bound import MultiRoomBound
 from sb3_dirpg.envs.minigrid.cloner import MiniGridCloner
@@ -7,6 +7,7 @@ from sb3_dirpg.envs.minigrid.cnn import MiniGridCNN
 from sb3_dirpg.envs.minigrid.compiled import CompiledMiniGridSimulator
 from sb3_dirpg.envs.minigrid.fast_obs import FastObservation
 from sb3_dirpg.envs.minigrid.grid_bound import MiniGridBound
+from sb3_dirpg.envs.minigrid.progress import MiniGridProgressBound, MiniGridProgressReward
 from sb3_dirpg.envs.minigrid.wrappers import (
     DEFAULT_DOOR_REWARD,
     DEFAULT_GOAL_REWARD,
@@ -27,6 +28,8 @@ __all__ = [
     "MiniGridBound",
     "MiniGridCNN",
     "MiniGridCloner",
+    "MiniGridProgressBound",
+    "MiniGridProgressReward",
     "MiniGridShapedReward",
     "MissionObs",
     "MultiRoomBound",

@@ -216,6 +216,55 @@ class MiniGridBound(ShapedRewardBound):
                     through_key = min(through_key, to_key + key_to_target - 1)
         return max(plain, min(free, through_key))  # both are lower bounds on the way
 
+    def steps_to_success(self, env: gym.Env) -> int | None:
+        """A lower bound on the number of steps before the step where the episode's success happens.
+
+        It is ``max(d - slack, 0)`` for the nearest target of :func:`success_targets`, where ``d`` is the path length
+        to it (through a key where locked doors are in the way). Two families need a way through a first cell:
+        RedBlueDoors while the red door is closed (it must be opened before the blue one), and PutNear before the
+        object is picked up (it must then be carried near the target).
+
+        :param env: a MiniGrid env (possibly wrapped)
+        :return: the number of steps, :data:`UNREACHABLE` when no target is reachable, None when the env's success
+            rule is not known here
+        """
+        from minigrid.envs import PutNearEnv, RedBlueDoorEnv
+
+        entry = self._layout(env)
+        base = entry[0]
+        targets = success_targets(base)
+        if targets is None:
+            return None
+        ax, ay = int(base.agent_pos[0]), int(base.agent_pos[1])
+        first = UNREACHABLE
+        for x, y, slack in targets:
+            if slack < 0:  # measured in Manhattan distance
+                index = abs(ax - x) + abs(ay - y) + slack
+            else:
+                distance = self._target_distance(entry, ax, ay, x, y)
+                index = UNREACHABLE if distance == UNREACHABLE else distance - slack
+            first = min(first, max(index, 0))
+        if first == UNREACHABLE:
+            return first
+        if isinstance(base, RedBlueDoorEnv) and not base.red_door.is_open:
+            # next to the red door, then from next to it to next to the blue door: d(red, blue) - 2 moves at least
+            (rx, ry, _), = _cells(base, base.red_door, None, 1)
+            (bx, by, _), = targets
+            to_red, red_to_blue = self._distance(entry, ax, ay, rx, ry), self._distance(entry, rx, ry, bx, by)
+            if UNREACHABLE in (to_red, red_to_blue):
+                return UNREACHABLE
+            first = max(first, to_red + max(red_to_blue - 2, 0))  # red toggled at index >= to_red - 1, then one more step
+        elif isinstance(base, PutNearEnv) and targets[0][2] == 0:
+            # before the pickup: the object is then carried from next to its cell, at Manhattan distance m - 1 of the
+            # target at least, and the drop needs that distance minus 3 (see success_targets)
+            tx, ty = int(base.target_pos[0]), int(base.target_pos[1])
+            first = min(
+                max(self._distance(entry, ax, ay, x, y) + max(abs(x - tx) + abs(y - ty) - 4, 0), 0)
+                for x, y, _ in targets
+                if self._distance(entry, ax, ay, x, y) != UNREACHABLE
+            )
+        return first
+
     def __call__(self, env: gym.Env) -> tuple[float, float]:
         """:param env: a MiniGrid env (possibly wrapped) in the state to bound
         :return: ``(lower, upper)`` bounds on the discounted return-to-go"""
@@ -228,19 +277,11 @@ class MiniGridBound(ShapedRewardBound):
         if under is not None and under.type == "goal":
             return 0.0, 0.0  # standing on the goal: the episode is over
         gamma = self.gamma
-        targets = success_targets(base)
-        if targets is None:
+        first = self.steps_to_success(env)
+        if first is None:
             upper = self.goal_reward
         else:
-            first = UNREACHABLE
-            for x, y, slack in targets:
-                if slack < 0:  # measured in Manhattan distance
-                    index = abs(ax - x) + abs(ay - y) + slack
-                else:
-                    distance = self._target_distance(entry, ax, ay, x, y)
-                    index = UNREACHABLE if distance == UNREACHABLE else distance - slack
-                first = min(first, max(index, 0))
-            upper = 0.0 if first == UNREACHABLE else self.goal_reward * gamma**first
+            upper = 0.0 if first == UNREACHABLE else self.goal_reward * self.gamma**first
         lower = 0.0
         grid, width = base.grid.grid, base.grid.width
         nearest_pickable = UNREACHABLE

@@ -1,0 +1,129 @@
+"""A progress reward for MiniGrid: potential-based shaping by the steps left to the episode's success, and its bound."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+
+from sb3_dirpg.envs.minigrid.bound import shaped_reward_values
+from sb3_dirpg.envs.minigrid.grid_bound import UNREACHABLE, MiniGridBound
+from sb3_dirpg.envs.minigrid.wrappers import DEFAULT_DOOR_REWARD, DEFAULT_GOAL_REWARD, DEFAULT_PICKUP_REWARD
+
+DEFAULT_PROGRESS_REWARD = 5.0
+
+
+def _distance_cap(base: Any) -> int:
+    """:param base: the unwrapped MiniGrid env
+    :return: the steps to success counted for a state from which no target is reachable (more than any path)"""
+    return int(base.grid.width * base.grid.height)
+
+
+class MiniGridProgressReward(gym.Wrapper, gym.utils.RecordConstructorArgs):
+    """Adds ``progress_reward * (d(s) - d(s'))`` to the reward of each step, ``d`` being the grid bound's lower bound on
+    the steps left before the success (:meth:`~sb3_dirpg.envs.minigrid.MiniGridBound.steps_to_success`: shortest
+    paths around walls to the goal or the mission's target, through a key where locked doors are in the way).
+
+    This is potential-based shaping (Ng, Harada and Russell, 1999) with the potential ``-progress_reward * d``: over an
+    episode the added rewards sum to ``progress_reward * (d(s_0) - d(s_T))``, so no loop pays and the best
+    trajectories of the env's own reward stay the best. Unlike door and pickup rewards it cannot be collected away from
+    the way to success (opening every door of LockedRoom, say). A successful step counts ``d(s') = 0``; a state from
+    which no target is reachable counts the grid's number of cells. Put it outside
+    :class:`~sb3_dirpg.envs.MiniGridShapedReward` (usually with ``door_reward`` and ``pickup_reward`` 0), whose
+    ``info["is_success"]`` it reads. It computes ``d`` from the env's state before and after each step, so it has no
+    state of its own and needs nothing in a simulator snapshot.
+
+    :param env: a MiniGrid env wrapped in :class:`~sb3_dirpg.envs.MiniGridShapedReward`
+    :param progress_reward: reward per step of progress, > 0
+    """
+
+    def __init__(self, env: gym.Env, progress_reward: float = DEFAULT_PROGRESS_REWARD) -> None:
+        gym.utils.RecordConstructorArgs.__init__(self, progress_reward=progress_reward)
+        gym.Wrapper.__init__(self, env)
+        if not progress_reward > 0:
+            raise ValueError(f"progress_reward must be > 0, got {progress_reward}")
+        shaped_reward_values(env)  # raises when the chain has no MiniGridShapedReward
+        self.progress_reward = float(progress_reward)
+        self._steps = MiniGridBound()  # its per-grid distance fields serve every step of an episode
+
+    def _steps_left(self) -> int:
+        """:return: ``d`` of the env's current state, capped at the grid's number of cells"""
+        steps = self._steps.steps_to_success(self.env)
+        if steps is None:
+            raise ValueError(
+                f"MiniGridProgressReward does not know where {type(self.env.unwrapped).__name__}'s success happens; "
+                "use it on the families of sb3_dirpg.envs.minigrid.grid_bound.success_targets, or leave it out"
+            )
+        return min(steps, _distance_cap(self.env.unwrapped))
+
+    def reset(self, **kwargs: Any) -> tuple[Any, dict[str, Any]]:
+        """:param kwargs: passed to the env's ``reset``
+        :return: the first observation and info (the env's success rule is checked here)"""
+        obs, info = self.env.reset(**kwargs)
+        self._steps_left()
+        return obs, info
+
+    def step(self, action: int) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        """:param action: MiniGrid action
+        :return: observation, reward plus progress, terminated, truncated, info"""
+        before = self._steps_left()
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        after = 0 if info.get("is_success") else self._steps_left()
+        return obs, float(reward) + self.progress_reward * (before - after), terminated, truncated, info
+
+
+class MiniGridProgressBound(MiniGridBound):
+    """``(lower, upper)`` bounds on the discounted return-to-go under :class:`MiniGridProgressReward` stacked on
+    :class:`~sb3_dirpg.envs.MiniGridShapedReward`: :class:`~sb3_dirpg.envs.minigrid.MiniGridBound`'s bounds plus those
+    of the progress.
+
+    With ``d_t >= 0`` the progress's discounted sum from ``s_0`` is
+    ``p * (d_0 - (1 - gamma) * sum_{t>=1} gamma^(t-1) d_t - gamma^(T-1) d_T)``, which lies in
+    ``[p * (d_0 - cap), p * d_0]`` (``cap`` the grid's number of cells, the largest ``d``).
+
+    :param gamma: discount in (0, 1]
+    :param door_reward: the inner wrapper's ``door_reward``
+    :param goal_reward: the inner wrapper's ``goal_reward``
+    :param pickup_reward: the inner wrapper's ``pickup_reward``
+    :param progress_reward: the progress wrapper's ``progress_reward``
+    """
+
+    def __init__(
+        self,
+        gamma: float = 1.0,
+        door_reward: float = DEFAULT_DOOR_REWARD,
+        goal_reward: float = DEFAULT_GOAL_REWARD,
+        pickup_reward: float = DEFAULT_PICKUP_REWARD,
+        progress_reward: float = DEFAULT_PROGRESS_REWARD,
+    ) -> None:
+        super().__init__(gamma, door_reward, goal_reward, pickup_reward)
+        if not progress_reward > 0:
+            raise ValueError(f"progress_reward must be > 0, got {progress_reward}")
+        self.progress_reward = float(progress_reward)
+
+    @classmethod
+    def for_env(cls, env: gym.Env, gamma: float = 1.0) -> MiniGridProgressBound:
+        """Bound with the reward values of the wrappers found in ``env``'s chain.
+
+        :param env: a wrapped MiniGrid env
+        :param gamma: discount in (0, 1]
+        :return: the bound
+        """
+        wrapper = env
+        while isinstance(wrapper, gym.Wrapper) and not isinstance(wrapper, MiniGridProgressReward):
+            wrapper = wrapper.env
+        if not isinstance(wrapper, MiniGridProgressReward):
+            raise ValueError(f"no MiniGridProgressReward in the wrapper chain of {env}")
+        return cls(gamma, *shaped_reward_values(env), progress_reward=wrapper.progress_reward)
+
+    def __call__(self, env: gym.Env) -> tuple[float, float]:
+        """:param env: a MiniGrid env (possibly wrapped) in the state to bound
+        :return: ``(lower, upper)`` bounds on the discounted return-to-go"""
+        lower, upper = super().__call__(env)
+        base = env.unwrapped
+        if base.max_steps - base.step_count <= 0:
+            return lower, upper
+        steps = self.steps_to_success(env)
+        cap = _distance_cap(base)
+        steps = cap if steps is None or steps == UNREACHABLE else min(steps, cap)
+        return lower + self.progress_reward * (steps - cap), upper + self.progress_reward * steps
