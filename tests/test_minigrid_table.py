@@ -57,6 +57,10 @@ def test_commands() -> None:
     wrappers = eval(next(p for p in shaped if p.startswith("env_wrapper:")).split(":", 1)[1])
     assert wrappers == ["sb3_dirpg.envs.MiniGridShapedReward", "minigrid.wrappers.FlatObsWrapper"]
     assert shaped[shaped.index("--env-kwargs") + 1] == "max_steps:100"
+    progress = table.command(table.Cell("MiniGrid-Unlock-v0", "ppo_shaped", 0, 1_000_000), table.Path("/runs"))
+    wrappers = eval(next(p for p in progress if p.startswith("env_wrapper:")).split(":", 1)[1])
+    assert [w if isinstance(w, str) else next(iter(w)) for w in wrappers] == [
+        "sb3_dirpg.envs.MiniGridShapedReward", "sb3_dirpg.envs.MiniGridProgressReward", "minigrid.wrappers.FlatObsWrapper"]
     ours = table.command(table.Cell("MiniGrid-Fetch-5x5-N2-v0", "dirpg", 2, 3_000_000), table.Path("/runs"), offset=150_000)
     assert ours[1:5] == ["-m", "sb3_dirpg.integrations.zoo", "train", "--algo"]
     assert ours[ours.index("-n") + 1] == "2850000"

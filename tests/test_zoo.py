@@ -23,7 +23,8 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 
 from sb3_dirpg import DirPG, MiniGridCNN
 from sb3_dirpg.common.callbacks import EvalByInteractions
-from sb3_dirpg.envs.minigrid import MiniGridBound, MultiRoomBound
+from sb3_dirpg.envs.minigrid import MiniGridBound, MiniGridProgressBound, MultiRoomBound
+from sb3_dirpg.experiments.held_out import build_env
 from sb3_dirpg.integrations.zoo import (
     HYPERPARAMS_DIR,
     ZOO_ALGOS,
@@ -149,10 +150,12 @@ def test_every_zoo_entry_loads_and_trains(tmp_path, algo: str, env_id: str) -> N
         assert isinstance(model.policy.features_extractor, MiniGridCNN)
         assert model.policy.net_arch == [] and model.policy.normalize_images is False
         assert model.gamma == 0.999
-        if algo == "dirpg":  # the entry's bound, with the entry's gamma and reward values
-            bound = MiniGridBound if "MiniGridBound" in str(entry["heuristic"]) else MultiRoomBound
+        if algo == "dirpg":  # the entry's bound, with the entry's gamma and the reward values of the env it searches
+            named = [cls for cls in (MiniGridProgressBound, MiniGridBound) if cls.__name__ in str(entry["heuristic"])]
+            bound = named[0] if named else MultiRoomBound
             assert type(model.heuristic) is bound and model.heuristic.gamma == 0.999
-            assert model.heuristic.door_reward == (0.0 if "GoToDoor" in env_id else 30.0)
+            env = build_env(env_id, entry.get("env_kwargs"), entry.get("env_wrapper"))
+            assert model.heuristic.__getstate__() == bound.for_env(env, 0.999).__getstate__()
             assert model.priority == "astar" and model.search_budget == 2900
         assert ("mission" in model.observation_space.spaces) == ("MissionObs" in str(entry["env_wrapper"]))
 

@@ -140,7 +140,7 @@ def overrides(env_id: str, method: str) -> dict[str, Any]:
     if method != "ppo_shaped":
         return {}
     ours = entry(env_id, "dirpg")
-    reward = [w for w in _as_list(ours.get("env_wrapper")) if "ShapedReward" in str(w)]
+    reward = [w for w in _as_list(ours.get("env_wrapper")) if "ShapedReward" in str(w) or "ProgressReward" in str(w)]
     wrappers = reward + _as_list(entry(env_id, "ppo").get("env_wrapper"))
     return {"env_wrapper": wrappers, "env_kwargs": ours.get("env_kwargs", {})}
 
@@ -407,29 +407,33 @@ def report(runs: Path, out: Path, envs: Sequence[str], methods: Sequence[str]) -
 PROBE_SETTINGS = ("grid", "manhattan", "gumbel")
 
 
-def probe_bounds(envs: Sequence[str], n_maps: int = 16, seed: int = 0) -> dict[str, dict[str, dict[str, float]]]:
+def probe_bounds(
+    envs: Sequence[str], n_maps: int = 16, seed: int = 0, params: Sequence[str] = ()
+) -> dict[str, dict[str, dict[str, float]]]:
     """What the bound does for the search of an untrained policy, per env: DirPG's entry with
-    :class:`~sb3_dirpg.envs.minigrid.MiniGridBound` (``grid``), with :class:`~sb3_dirpg.envs.minigrid.MultiRoomBound`
-    (``manhattan``, envs with a goal cell only), and with the Gumbel priority and no bound (``gumbel``). Same maps
-    (seeds 100, 101, ...), same policy, same search noise.
+    :class:`~sb3_dirpg.envs.minigrid.MiniGridBound` (``grid``; the entry's own bound where it is one, such as
+    :class:`~sb3_dirpg.envs.minigrid.MiniGridProgressBound`), with :class:`~sb3_dirpg.envs.minigrid.MultiRoomBound`
+    (``manhattan``, envs with a goal cell and the door reward only), and with the Gumbel priority and no bound
+    (``gumbel``). Same maps (seeds 100, 101, ...), same policy, same search noise.
 
     :param envs: env ids with a DirPG entry
     :param n_maps: maps searched per env
     :param seed: seed of the policy and the search noise
+    :param params: a variant's ``key:value`` changes of the entry (its ``env_wrapper`` and ``heuristic``)
     :return: per env and setting: the fraction of maps where the search found a success, where ``a_dir`` improved on
         ``a_opt``, the trajectories completed and the interactions spent per map
     """
     import torch as th
 
     from sb3_dirpg.dirpg import DirPG
-    from sb3_dirpg.envs.minigrid import MiniGridBound, MiniGridCNN, MultiRoomBound
+    from sb3_dirpg.envs.minigrid import MiniGridBound, MiniGridCNN, MiniGridProgressBound, MultiRoomBound
     from sb3_dirpg.experiments.held_out import build_env
     from sb3_dirpg.integrations.zoo import prepare_hyperparams
 
     th.set_num_threads(1)
     out: dict[str, dict[str, dict[str, float]]] = {}
     for env_id in envs:
-        settings = entry(env_id, "dirpg")
+        settings = {**entry(env_id, "dirpg"), **parse_params(params)}
         env = build_env(env_id, settings.get("env_kwargs"), settings.get("env_wrapper"))
         env.reset(seed=0)
         prepared = prepare_hyperparams(dict(settings))
@@ -440,11 +444,14 @@ def probe_bounds(envs: Sequence[str], n_maps: int = 16, seed: int = 0) -> dict[s
                           early_stop=settings["early_stop"])  # fmt: skip
             rewards = prepared["heuristic"]  # the entry's bound carries the reward values of its env
             if name == "grid":
-                grid = MiniGridBound(settings["gamma"], rewards.door_reward, rewards.goal_reward, rewards.pickup_reward)
+                grid = rewards if isinstance(rewards, MiniGridBound) else MiniGridBound(
+                    settings["gamma"], rewards.door_reward, rewards.goal_reward, rewards.pickup_reward)  # fmt: skip
                 kwargs.update(priority="astar", alpha=settings["alpha"], heuristic=grid)
             elif name == "manhattan":
                 if not any(cell is not None and cell.type == "goal" for cell in env.unwrapped.grid.grid):
                     continue  # MultiRoomBound needs a goal cell
+                if isinstance(rewards, MiniGridProgressBound):
+                    continue  # it knows nothing of the progress reward
                 manhattan = MultiRoomBound(settings["gamma"], rewards.door_reward, rewards.goal_reward, rewards.pickup_reward)
                 kwargs.update(priority="astar", alpha=settings["alpha"], heuristic=manhattan)
             else:
@@ -514,10 +521,11 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
             entry(env_id, method.split("@")[0])  # a missing entry fails here, before any training
     out = args.out or default_out()
     if args.probe:
-        probe = probe_bounds(args.envs, args.probe)
+        probe = probe_bounds(args.envs, args.probe, params=args.params)
         out.mkdir(parents=True, exist_ok=True)
-        write_json(out / "minigrid_bounds.json", probe)
-        (out / "minigrid_bounds.md").write_text(probe_table(probe))
+        name = f"minigrid_bounds-{args.tag}" if args.tag else "minigrid_bounds"
+        write_json(out / f"{name}.json", probe)
+        (out / f"{name}.md").write_text(probe_table(probe))
         print(probe_table(probe))
         return probe
     runs = args.runs or out / "minigrid_table_runs"
