@@ -266,22 +266,46 @@ def _name(spec: Any) -> str:
     return str(next(iter(spec)) if isinstance(spec, dict) else spec).rsplit(".", 1)[-1]
 
 
+def _reward_terms(specs: Sequence[Any]) -> str:
+    """:param specs: an entry's ``env_wrapper`` list
+    :return: the reward the reward wrappers in it give, e.g. ``goal 100, door 30, pickup 5``"""
+    from sb3_dirpg.envs.minigrid.progress import DEFAULT_PROGRESS_REWARD
+    from sb3_dirpg.envs.minigrid.wrappers import DEFAULT_DOOR_REWARD, DEFAULT_GOAL_REWARD, DEFAULT_PICKUP_REWARD
+
+    terms = []
+    for spec in specs:
+        kwargs = dict(next(iter(spec.values())) or {}) if isinstance(spec, dict) else {}
+        if _name(spec) == "MiniGridShapedReward":
+            values = {"goal": kwargs.get("goal_reward", DEFAULT_GOAL_REWARD),
+                      "door": kwargs.get("door_reward", DEFAULT_DOOR_REWARD),
+                      "pickup": kwargs.get("pickup_reward", DEFAULT_PICKUP_REWARD)}  # fmt: skip
+            terms += [f"{name} {value:g}" for name, value in values.items() if value]
+        elif _name(spec) == "MiniGridProgressReward":
+            terms.append(f"progress {kwargs.get('progress_reward', DEFAULT_PROGRESS_REWARD):g}")
+    return ", ".join(terms)
+
+
 def describe(env_id: str, method: str) -> dict[str, str]:
     """:param env_id: the env
     :param method: one of :data:`METHODS`
     :return: the reward, observation and heuristic the method uses"""
     settings = {**entry(env_id, method), **overrides(env_id, method)}
-    wrappers = [_name(w) for w in _as_list(settings.get("env_wrapper"))]
-    shaped = any("ShapedReward" in w for w in wrappers)
+    specs = _as_list(settings.get("env_wrapper"))
+    wrappers = [_name(w) for w in specs]
+    terms = _reward_terms(specs)
     steps = (settings.get("env_kwargs") or {}).get("max_steps", "env default")
     heuristic = settings.get("heuristic", "none")
     return {
-        "reward": f"{'shaped (goal 100, door 30, pickup 5)' if shaped else 'MiniGrid sparse'}, max_steps {steps}",
-        "observation": "+".join(w for w in wrappers if "ShapedReward" not in w) or "raw",
+        "reward": f"{f'shaped ({terms})' if terms else 'MiniGrid sparse'}, max_steps {steps}",
+        "observation": "+".join(w for w in wrappers if not w.endswith("Reward")) or "raw",
         "heuristic": _name(heuristic) + (
             f" ({settings['priority']}, alpha {settings.get('alpha', '-')})" if "priority" in settings else ""
         ),
     }
+
+
+# a variant's settings are those of its --params (docs/hyperparameters.md lists them), not stored with its runs
+VARIANT_SETTINGS = {"reward": "variant, see hyperparameters", "observation": "", "heuristic": ""}
 
 
 def summarize(runs: Path, envs: Sequence[str], methods: Sequence[str]) -> dict[str, Any]:
@@ -319,7 +343,7 @@ def summarize(runs: Path, envs: Sequence[str], methods: Sequence[str]) -> dict[s
                 "wall_s": float(np.mean([r["points"][-1]["wall_s"] for r in records if r["points"]])),
                 "curves": [[[p["interactions"], p["sampled"]["success"], p["greedy"]["success"]] for p in r["points"]]
                            for r in records],  # fmt: skip
-                **describe(env_id, method.split("@")[0]),
+                **(describe(env_id, method) if "@" not in method else VARIANT_SETTINGS),
             }
         summary[env_id] = {"zoo_budget": zoo, "budget": budget, "unsolved": env_id in UNSOLVED, "methods": rows}
     return summary
