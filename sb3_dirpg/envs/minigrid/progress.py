@@ -116,14 +116,12 @@ class MiniGridProgressBound(MiniGridBound):
             raise ValueError(f"no MiniGridProgressReward in the wrapper chain of {env}")
         return cls(gamma, *shaped_reward_values(env), progress_reward=wrapper.progress_reward)
 
-    def __call__(self, env: gym.Env) -> tuple[float, float]:
-        """:param env: a MiniGrid env (possibly wrapped) in the state to bound
-        :return: ``(lower, upper)`` bounds on the discounted return-to-go"""
-        lower, upper = super().__call__(env)
-        base = env.unwrapped
-        if base.max_steps - base.step_count <= 0:
-            return lower, upper
-        steps = self.steps_to_success(env)
+    def _add_terms(self, base: Any, steps: int | None, lower: float, upper: float) -> tuple[float, float]:
+        """:param base: the unwrapped MiniGrid env
+        :param steps: :meth:`steps_to_success` of the state
+        :param lower: ``MiniGridBound``'s lower bound
+        :param upper: ``MiniGridBound``'s upper bound
+        :return: the bounds with the progress's added"""
         cap = _distance_cap(base)
         steps = cap if steps is None or steps == UNREACHABLE else min(steps, cap)
         return lower + self.progress_reward * (steps - cap), upper + self.progress_reward * steps
