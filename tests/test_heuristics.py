@@ -503,3 +503,25 @@ def test_ways_through_a_first_cell() -> None:
             direct = min(max(bound._distance(entry, ax, ay, x, y) - slack, 0) for x, y, slack in success_targets(base))
             longer.append(bound.steps_to_success(env) > direct)
         assert np.mean(longer) >= share, (env_id, longer)
+
+
+class RedDoorWayTooLong(MiniGridBound):
+    """A mistake: two steps more on the way through the closed red door."""
+
+    def steps_to_success(self, env):
+        steps = super().steps_to_success(env)
+        return steps + 2 if not env.unwrapped.red_door.is_open and steps != UNREACHABLE else steps
+
+
+def test_the_way_through_the_red_door_is_tight() -> None:
+    """With the success reward alone (no door reward to hide it), two steps more through the red door are caught, and
+    the way through it is admissible. One step more is not caught: the bound leaves out the turn from the red door
+    towards the blue one, so it has one step of slack at every state of this map."""
+    env = make_minigrid_env("MiniGrid-RedBlueDoors-6x6-v0", max_steps=16, door_reward=0.0, pickup_reward=0.0)
+    env.reset(seed=0)
+    memo = exhaustive_search(env, {
+        "grid": lambda e, g: as_pair(MiniGridBound(g, 0.0, 100.0, 0.0)(e)),
+        "too_long": lambda e, g: as_pair(RedDoorWayTooLong(g, 0.0, 100.0, 0.0)(e)),
+    })  # fmt: skip
+    assert violations(memo, "grid") == (0, 0)
+    assert violations(memo, "too_long")[0] > 0
