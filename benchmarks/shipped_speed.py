@@ -5,7 +5,10 @@ per update), on the compiled simulator that ``simulator_backend="auto"`` picks, 
 interactions per second, side by side and interleaved over rounds:
 
 * ``dirpg`` the entry as it ships (``batch_episodes: 1``);
-* ``dirpg_lockstep8``: the same with 8 maps searched in lockstep and one update per map (``update_per_episode``);
+* ``dirpg_lookahead16``: the same with up to 16 maps searched ahead in lockstep and committed one at a time
+  (``lookahead``; it learns exactly what the shipped entry learns);
+* ``dirpg_lockstep8``: the same with 8 maps searched in lockstep and one update per map (``update_per_episode``; the
+  later maps are searched with a policy a few updates old);
 * ``dirpg_batch32``: 32 maps per search and one update on their mean (the throughput benchmark's row);
 * ``reinforce``: the REINFORCE entry (30 rollouts of 100 steps per map).
 
@@ -36,6 +39,7 @@ ENV_ID = "MiniGrid-MultiRoom-N6-v0"
 ZOO_ONLY = ("n_timesteps", "policy", "env_wrapper", "env_kwargs", "n_envs", "normalize")
 ROWS = {
     "dirpg": ("dirpg", {}),
+    "dirpg_lookahead16": ("dirpg", dict(lookahead=16)),
     "dirpg_lockstep8": ("dirpg", dict(batch_episodes=8, update_per_episode=True)),
     "dirpg_batch32": ("dirpg", dict(batch_episodes=32)),
     "reinforce": ("reinforce", {}),

@@ -261,6 +261,9 @@ def test_minigrid_cnn_policy_trains() -> None:
         (dict(alpha=1.5), "alpha"),
         (dict(priority="astar", alpha=0.5), "heuristic"),
         (dict(batch_episodes=0), "batch_episodes"),
+        (dict(lookahead=0), "lookahead"),
+        (dict(lookahead=2.5), "lookahead"),
+        (dict(lookahead=True), "lookahead"),
     ],
 )
 def test_bad_hyperparameters_raise(kwargs: dict, match: str) -> None:
@@ -389,3 +392,122 @@ def test_update_per_episode_is_one_step_per_map_in_order() -> None:
         learner.learn(300)
     for a, b in zip(single.policy.parameters(), default.policy.parameters()):
         assert th.equal(a, b)
+
+
+class SearchCounting(DirPG):
+    """DirPG that records the number of episodes of every search it runs."""
+
+    def search(self, seeds: list[int], *args, **kwargs):  # noqa: ANN002, ANN003, ANN201
+        self.searches = [*getattr(self, "searches", []), len(seeds)]
+        return super().search(seeds, *args, **kwargs)
+
+
+def lookahead_model(lookahead: int, env: gym.Env | None = None, **kwargs) -> SearchCounting:
+    """:param lookahead: DirPG's lookahead
+    :param env: the env (default: a chain of 4)
+    :param kwargs: other DirPG arguments
+    :return: a small model on which about one map in three improves early on"""
+    from stable_baselines3.common.logger import configure
+
+    settings = dict(seed=1, search_budget=20, epsilon=20.0, learning_rate=1e-2, batch_episodes=1)
+    settings["policy_kwargs"] = dict(net_arch=[16])
+    settings.update(kwargs)
+    model = SearchCounting(settings.pop("policy", "MlpPolicy"), env or chain(4), lookahead=lookahead, **settings)
+    model.set_logger(configure(None, []))
+    return model
+
+
+def same_parameters(a: DirPG, b: DirPG) -> bool:
+    """:return: whether the two policies' parameters agree to 1e-5. A look-ahead search evaluates the policy on
+    batches of other sizes, which some CPUs round differently in the last bit; on the 2-core VM they are bit-equal."""
+    return all(th.allclose(x, y, rtol=0.0, atol=1e-5) for x, y in zip(a.policy.parameters(), b.policy.parameters()))
+
+
+@pytest.mark.parametrize("batch_episodes, n_workers", [(1, 0), (3, 0), (3, 1)])
+def test_lookahead_learns_exactly_what_one_batch_at_a_time_learns(batch_episodes: int, n_workers: int) -> None:
+    """Batches searched ahead of the policy and committed one at a time give the same updates, bit for bit, as
+    searching each batch after the previous update (the same seeds, noise, interactions and rollout statistics), while
+    the search runs fewer, larger lockstep searches; a stale batch (searched before an update) is searched again. With
+    search workers too (the results do not depend on them)."""
+    plain = lookahead_model(1, batch_episodes=batch_episodes)
+    ahead = lookahead_model(8, batch_episodes=batch_episodes, n_workers=n_workers)
+    for model in (plain, ahead):
+        model.learn(6_000)
+    ahead.close_workers()
+    assert plain._n_updates >= 20, "the test needs many updates"
+    assert same_parameters(plain, ahead)
+    assert plain.num_timesteps == ahead.num_timesteps and plain._episode_num == ahead._episode_num
+    without_time = [{key: value for key, value in info.items() if key != "t"} for info in plain.ep_info_buffer]
+    assert without_time == [{key: value for key, value in info.items() if key != "t"} for info in ahead.ep_info_buffer]
+    if n_workers == 0:  # (with workers, this process searches its share only)
+        assert len(ahead.searches) < len(plain.searches) and max(ahead.searches) > batch_episodes
+        # every batch was searched at least once; the batches thrown away were searched again
+        assert sum(ahead.searches) > sum(plain.searches)
+    # the batches drawn ahead are the next ones the plain model draws
+    drawn = [batch.seeds for batch in ahead._lookahead.drawn]
+    assert drawn and drawn == [plain.episode_seeds() for _ in drawn]
+
+
+def test_lookahead_is_exact_with_stop_on_success_on_minigrid() -> None:
+    """The shipped MiniGrid setting: ``stop_on_success`` ends most searches at a successful ``a_opt``."""
+    env_kwargs = dict(epsilon=1.0, search_budget=60, stop_on_success=True, learning_rate=1e-3)
+    policy_kwargs = dict(features_extractor_class=MiniGridCNN, net_arch=[], normalize_images=False)
+    models = [
+        lookahead_model(n, make_minigrid_env("MiniGrid-Empty-5x5-v0", max_steps=30), policy="MultiInputPolicy",
+                        policy_kwargs=policy_kwargs, **env_kwargs)
+        for n in (1, 6)
+    ]  # fmt: skip
+    for model in models:
+        model.learn(3_000)
+    plain, ahead = models
+    assert plain._n_updates >= 5 and same_parameters(plain, ahead)
+    assert plain.num_timesteps == ahead.num_timesteps and len(ahead.searches) < len(plain.searches)
+
+
+def test_lookahead_continues_its_streams_across_save_and_load(tmp_path) -> None:
+    """Batches drawn ahead are saved with the model (their seeds and noise belong to its streams); their searches are
+    not, and are run again after loading."""
+    from stable_baselines3.common.logger import configure
+
+    models = [lookahead_model(1), lookahead_model(8)]
+    for _ in range(20):
+        for model in models:
+            model.learn(300, reset_num_timesteps=False)
+        if models[1]._lookahead.drawn:
+            break
+    assert models[1]._lookahead.drawn, "the test needs batches drawn ahead at the save"
+    for index, model in enumerate(models):
+        model.save(tmp_path / f"{index}.zip")
+    plain, ahead = (SearchCounting.load(tmp_path / f"{index}.zip", env=chain(4)) for index in range(2))
+    assert ahead.lookahead == 8 and ahead._lookahead.drawn and not ahead._lookahead.searched
+    for model in (plain, ahead):
+        model.set_logger(configure(None, []))
+        model.learn(2_000, reset_num_timesteps=False)
+    assert same_parameters(plain, ahead) and plain.num_timesteps == ahead.num_timesteps
+
+
+def test_lookahead_forgets_its_searches_when_the_policy_changes_outside_training() -> None:
+    """A policy changed between two ``learn`` calls (here: its weights replaced) must not be trained on searches made
+    with the old one."""
+    plain, ahead = lookahead_model(1), lookahead_model(8)
+    other = lookahead_model(1, seed=7)
+    for model in (plain, ahead):
+        model.learn(2_000)
+        model.policy.load_state_dict(other.policy.state_dict())
+        model.learn(2_000, reset_num_timesteps=False)
+    assert same_parameters(plain, ahead)
+
+
+def test_split_share_inverts_merge_shares() -> None:
+    from sb3_dirpg.dirpg.update import SearchShare, merge_shares, split_share
+
+    share = SearchShare.of(small_model(chain(4), seed=1, search_budget=40, epsilon=20.0).search(list(range(6))))
+    assert len(share.steps.actions) > 0
+    parts = split_share(share, [2, 1, 3])
+    assert [len(p.episodes) for p in parts] == [2, 1, 3]
+    merged = merge_shares(parts)
+    np.testing.assert_array_equal(merged.steps.episodes, share.steps.episodes)
+    np.testing.assert_array_equal(merged.steps.actions, share.steps.actions)
+    assert [ep.seed for ep in merged.episodes] == list(range(6))
+    with pytest.raises(ValueError, match="add up"):
+        split_share(share, [2, 2])

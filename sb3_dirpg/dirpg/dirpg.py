@@ -9,12 +9,13 @@ from typing import Any, TypeVar
 import numpy as np
 import torch as th
 from stable_baselines3.common.callbacks import BaseCallback
-from stable_baselines3.common.type_aliases import GymEnv, Schedule
+from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, Schedule
 
 from sb3_dirpg.common.policies import DirPGPolicy
 from sb3_dirpg.common.simulator_algorithm import SimulatorAlgorithm
+from sb3_dirpg.dirpg.lookahead import DrawnBatch, Lookahead
 from sb3_dirpg.dirpg.solve import Solution, best_solutions, greedy_trajectories
-from sb3_dirpg.dirpg.update import SearchShare, UpdateSteps, merge_shares
+from sb3_dirpg.dirpg.update import SearchShare, UpdateSteps, merge_shares, split_share
 from sb3_dirpg.dirpg.workers import (
     SearchPool,
     check_parallel_backend,
@@ -102,6 +103,7 @@ class DirPG(SimulatorAlgorithm):
         stop_on_success: bool = False,
         batch_episodes: int | None = None,
         update_per_episode: bool = False,
+        lookahead: int = 1,
         max_episode_steps: int | None = None,
         gamma: float = 1.0,
         max_grad_norm: float | None = None,
@@ -138,6 +140,8 @@ class DirPG(SimulatorAlgorithm):
                 UserWarning,
                 stacklevel=2,
             )
+        if isinstance(lookahead, bool) or not isinstance(lookahead, numbers.Integral) or lookahead < 1:
+            raise ValueError(f"DirPG: lookahead must be a positive integer number of batches (1: none), got {lookahead!r}")
         if int(n_workers) != n_workers or n_workers < 0:
             raise ValueError(f"DirPG: n_workers must be a non-negative integer number of processes, got {n_workers!r}")
         self.n_workers = int(n_workers)
@@ -152,6 +156,8 @@ class DirPG(SimulatorAlgorithm):
         self.depth_first = depth_first
         self.stop_on_success = stop_on_success
         self.update_per_episode = bool(update_per_episode)
+        self.lookahead = int(lookahead)
+        self._lookahead = Lookahead()
         self.strict_heuristic = bool(strict_heuristic)
         # set when a complete trajectory violated the heuristic's bound: pruning is then off for the rest of training
         self.heuristic_violation: str | None = None
@@ -240,23 +246,22 @@ class DirPG(SimulatorAlgorithm):
         return best_solutions(greedy, result, seeds)
 
     def collect_rollouts(self, callback: BaseCallback) -> SearchShare | None:
-        """Search the next batch of episodes, here and in the search workers, and record its ``a_opt`` episodes in the
-        ``rollout/`` statistics.
+        """Search the next batch of episodes, here and in the search workers (or take it from the batches searched ahead,
+        see ``lookahead``), and record its ``a_opt`` episodes in the ``rollout/`` statistics.
 
         :param callback: the training callback
         :return: the batch's outcomes and update steps, or None when the callback asked to stop
         """
         self._start_collection(callback)
-        seeds = self.episode_seeds()
-        rngs = self._search_rng.spawn(len(seeds))
-        if self.n_workers == 0:
-            batch, stopped = SearchShare.from_search(lambda: self.search(seeds, callback=callback, rng=rngs))
-            if stopped:
-                return None
+        if self.lookahead <= 1 and not self._lookahead.drawn:
+            drawn = self._draw_batch()
+            seeds = drawn.seeds
+            batch, uncounted = self._search_share(seeds, drawn.rngs, callback)
+            self.num_timesteps += uncounted
         else:
-            batch = self._search_with_workers(seeds, rngs, callback)
-            if batch is None:
-                return None
+            seeds, batch = self._commit_searched_ahead(callback)
+        if batch is None:
+            return None
         searched = [ep.seed for ep in batch.episodes]
         if searched != seeds:  # the update must only ever see the episodes of this batch
             raise RuntimeError(f"DirPG: the merged batch holds the episodes {searched}, but {seeds} were submitted")
@@ -265,9 +270,57 @@ class DirPG(SimulatorAlgorithm):
         self._end_collection(callback, search=batch.episodes)
         return batch
 
+    def _draw_batch(self) -> DrawnBatch:
+        """:return: the next batch's episode seeds and search noise, drawn from the model's streams"""
+        seeds = self.episode_seeds()
+        return DrawnBatch(seeds, self._search_rng.spawn(len(seeds)))
+
+    def _commit_searched_ahead(self, callback: BaseCallback) -> tuple[list[int], SearchShare | None]:
+        """The oldest drawn batch, searched with the current policy: taken from the batches searched ahead when nothing
+        they depend on changed since (no update, the same search settings), else searched now together with the next
+        ``Lookahead.width`` drawn batches, in lockstep. Its interactions are counted when it is taken, in one call of
+        the callback.
+
+        :param callback: the training callback
+        :return: the batch's seeds, and the batch (None when the callback asked to stop)
+        """
+        ahead = self._lookahead
+        depends_on = (self._n_updates, self.search_config())
+        if not ahead.ready(depends_on):
+            width = ahead.width(max(1, self.lookahead))
+            while len(ahead.drawn) < width:
+                ahead.drawn.append(self._draw_batch())
+            batches = list(ahead.drawn)[:width]
+            seeds = [seed for drawn in batches for seed in drawn.seeds]
+            rngs = [rng for drawn in batches for rng in drawn.fresh_rngs()]
+            share, _ = self._search_share(seeds, rngs, None)
+            assert share is not None  # only a callback stops a search
+            ahead.searched.extend(split_share(share, [len(drawn.seeds) for drawn in batches]))
+            ahead.searched_with = depends_on
+        seeds, batch = ahead.drawn.popleft().seeds, ahead.searched.popleft()
+        if not self._iteration_hook(callback)(sum(ep.interactions for ep in batch.episodes)):
+            return seeds, None
+        return seeds, batch
+
+    def _search_share(
+        self, seeds: list[int], rngs: list[np.random.Generator], callback: BaseCallback | None
+    ) -> tuple[SearchShare | None, int]:
+        """Search episodes, here and in the search workers.
+
+        :param seeds: the episode seeds
+        :param rngs: one search-noise generator per episode
+        :param callback: called once per lockstep iteration of this process's search (counting its interactions), or None
+        :return: the share (None when the callback asked to stop), and the interactions the callback did not count
+        """
+        if self.n_workers > 0:
+            return self._search_with_workers(seeds, rngs, callback)
+        share, stopped = SearchShare.from_search(lambda: self.search(seeds, callback=callback, rng=rngs))
+        uncounted = 0 if callback is not None else sum(ep.interactions for ep in share.episodes)
+        return (None if stopped else share), uncounted
+
     def _search_with_workers(
-        self, seeds: list[int], rngs: list[np.random.Generator], callback: BaseCallback
-    ) -> SearchShare | None:
+        self, seeds: list[int], rngs: list[np.random.Generator], callback: BaseCallback | None
+    ) -> tuple[SearchShare | None, int]:
         """Search the first share here and the others in the worker processes, at the same time.
 
         The pool is (re)started when there is none or one of its processes has exited (a Ctrl-C reaches the workers
@@ -276,8 +329,8 @@ class DirPG(SimulatorAlgorithm):
 
         :param seeds: the batch's episode seeds
         :param rngs: one generator per episode
-        :param callback: the training callback (called by the search of this process's share)
-        :return: the merged batch, or None when the callback asked to stop
+        :param callback: the training callback (called by the search of this process's share), or None
+        :return: the merged batch (None when the callback asked to stop), and the interactions the callback did not count
         """
         if self._worker_pool is not None and not self._worker_pool.alive:
             if self.verbose >= 1:
@@ -306,9 +359,9 @@ class DirPG(SimulatorAlgorithm):
             self.close_workers(wait=False)
             raise
         if stopped:
-            return None
-        self.num_timesteps += sum(ep.interactions for share in shares[1 if own else 0 :] for ep in share.episodes)
-        return merge_shares(shares)
+            return None, 0
+        counted = 1 if own and callback is not None else 0
+        return merge_shares(shares), sum(ep.interactions for share in shares[counted:] for ep in share.episodes)
 
     def train(self, batch: SearchShare) -> None:
         """One DirPG update from a batch of searched episodes.
@@ -318,6 +371,7 @@ class DirPG(SimulatorAlgorithm):
         steps = batch.steps
         n_episodes = sum(ep.opt_leaf >= 0 for ep in batch.episodes)
         self.logger.record("train/learning_rate", self.lr_schedule(self._current_progress_remaining))
+        self._lookahead.commit(updated=len(steps.actions) > 0)
         if len(steps.actions) == 0:
             self.logger.record_mean("train/loss", 0.0)
             self.logger.record_mean("train/grad_norm", 0.0)
@@ -413,6 +467,27 @@ class DirPG(SimulatorAlgorithm):
         budget_spent = th.as_tensor([ep.interactions - ep.length_opt for ep in found], dtype=th.float32)
         self.logger.record("search/budget_spent", budget_spent, exclude=("stdout", "log", "json", "csv"))
 
+    def _setup_learn(
+        self,
+        total_timesteps: int,
+        callback: MaybeCallback = None,
+        reset_num_timesteps: bool = True,
+        tb_log_name: str = "run",
+        progress_bar: bool = False,
+    ) -> tuple[int, BaseCallback]:
+        """SB3's set-up of ``learn``; batches searched ahead by an earlier ``learn`` are searched again (the policy may
+        have been changed in between), their seeds and noise are kept.
+
+        :param total_timesteps: see SB3
+        :param callback: see SB3
+        :param reset_num_timesteps: see SB3
+        :param tb_log_name: see SB3
+        :param progress_bar: see SB3
+        :return: the total timesteps and the callback
+        """
+        self._lookahead.forget_searches()
+        return super()._setup_learn(total_timesteps, callback, reset_num_timesteps, tb_log_name, progress_bar)
+
     def set_env(self, env: GymEnv, force_reset: bool = True) -> None:
         """Use a new env (see :meth:`SimulatorAlgorithm.set_env`); search workers are restarted with it.
 
@@ -423,6 +498,7 @@ class DirPG(SimulatorAlgorithm):
             env = self._wrap_env(env, self.verbose)
             check_worker_payload(strip_monitor(env.unwrapped.envs[0]), self.heuristic, self.n_workers)
         super().set_env(env, force_reset=force_reset)
+        self._lookahead.forget_searches()
         self.close_workers()
 
     @property

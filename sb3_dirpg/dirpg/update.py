@@ -132,3 +132,22 @@ def merge_shares(shares: Sequence[SearchShare]) -> SearchShare:
         eps.append(share.steps.episodes + offset)
     steps = UpdateSteps(obs, np.concatenate(masks), np.concatenate(actions), np.concatenate(signs), np.concatenate(eps))
     return SearchShare(episodes=episodes, steps=steps)
+
+
+def split_share(share: SearchShare, sizes: Sequence[int]) -> list[SearchShare]:
+    """Cut a share into consecutive shares of the given numbers of episodes (the inverse of :func:`merge_shares`).
+
+    :param share: the share of all episodes
+    :param sizes: episodes per part, summing to the share's episodes
+    :return: one share per part, its update steps renumbered from 0
+    """
+    if sum(sizes) != len(share.episodes):
+        raise ValueError(f"split_share: the sizes {list(sizes)} do not add up to the share's {len(share.episodes)} episodes")
+    steps, parts, start = share.steps, [], 0
+    for size in sizes:
+        rows = np.flatnonzero((steps.episodes >= start) & (steps.episodes < start + size))
+        obs = [steps.obs[i] for i in rows]
+        part = UpdateSteps(obs, steps.masks[rows], steps.actions[rows], steps.signs[rows], steps.episodes[rows] - start)
+        parts.append(SearchShare(episodes=share.episodes[start : start + size], steps=part))
+        start += size
+    return parts
