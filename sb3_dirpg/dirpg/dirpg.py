@@ -65,6 +65,13 @@ class DirPG(SimulatorAlgorithm):
         on the batch's mean. With ``batch_episodes=k`` the policy is updated after every map as with
         ``batch_episodes=1``, while the maps are searched ``k`` at a time in lockstep (faster); the search of a batch's
         later maps then uses a policy up to ``k - 1`` updates old
+    :param lookahead: search up to this many batches at once, in lockstep, and commit them one at a time; the
+        algorithm does not change (only the policy is evaluated on batches of other sizes, which may round differently
+        in the last bit). A batch whose update is zero leaves the policy as it was, so the next batch's search with it
+        is the one it would have had anyway; after a batch that updates, the batches searched ahead are searched again
+        with the new policy (same seeds and noise). The number searched at once follows the share of recent batches
+        that updated (late in training, with ``stop_on_success``, few do). Searches thrown away are not counted in
+        ``num_timesteps``; the callback is called once per committed batch
     :param max_episode_steps: cut trajectories after this many steps (needed when the env has no time limit; a value
         above the env's own limit is warned about, and ``horizon`` reports the smaller)
     :param gamma: discount of the return ``R``
