@@ -391,6 +391,7 @@ PROGRESS_CASES = [
     ("MiniGrid-RedBlueDoors-6x6-v0", 0, 16),
     ("MiniGrid-PutNear-6x6-N2-v0", 0, 12),
     ("MiniGrid-Fetch-5x5-N2-v0", 1, 10),
+    ("MiniGrid-KeyCorridorS3R1-v0", 0, 16),
 ]
 
 
@@ -503,6 +504,27 @@ def test_ways_through_a_first_cell() -> None:
             direct = min(max(bound._distance(entry, ax, ay, x, y) - slack, 0) for x, y, slack in success_targets(base))
             longer.append(bound.steps_to_success(env) > direct)
         assert np.mean(longer) >= share, (env_id, longer)
+
+
+def test_the_drop_before_the_pickup() -> None:
+    """On KeyCorridor the ball cannot be picked up while the agent holds the key: with the locked door open and the
+    agent in the same cell, holding the key counts one step more (the drop) than holding nothing. The exhaustive
+    KeyCorridor case above checks that this is still admissible."""
+    from minigrid.core.world_object import Key
+
+    env = make_minigrid_env("MiniGrid-KeyCorridorS3R1-v0")
+    bound = MiniGridBound()
+    for seed in range(5):
+        env.reset(seed=seed)
+        base = env.unwrapped
+        for cell in base.grid.grid:
+            if cell is not None and cell.type == "door":
+                cell.is_locked = False
+        empty = bound.steps_to_success(env)
+        base.carrying = Key("yellow")
+        assert bound.steps_to_success(env) == empty + 1, seed
+        base.carrying = base.obj
+        assert success_targets(base) == []
 
 
 class RedDoorWayTooLong(MiniGridBound):

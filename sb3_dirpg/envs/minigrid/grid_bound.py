@@ -24,7 +24,8 @@ def success_targets(base: Any) -> list[tuple[int, int, int]] | None:
     * a ``Goal`` cell (Empty, FourRooms, DoorKey, MultiRoom, LockedRoom, ...): entered after ``d`` steps, slack 1;
     * the object to pick up (KeyCorridor, ObstructedMaze: ``obj``; Fetch: the objects of the mission's type and
       colour), the door to open (Unlock: ``door``; RedBlueDoors: the blue door) or to stand at (GoToDoor:
-      ``target_pos``): the agent must be next to it, slack 1;
+      ``target_pos``): the agent must be next to it, slack 1; slack 0 for ``obj`` while the agent carries something
+      else, which it must drop first (one more step);
     * PutNear: the object to move, picked up and then dropped (slack 0); while carrying it, the drop lands within one
       cell (diagonals included) of ``target_pos`` from a cell next to it, slack 3 on the Manhattan distance.
 
@@ -46,7 +47,9 @@ def success_targets(base: Any) -> list[tuple[int, int, int]] | None:
         return goals
     if isinstance(base, (KeyCorridorEnv, ObstructedMazeEnv)):
         obj = base.obj
-        return [] if obj.cur_pos is None or base.carrying is obj else [(int(obj.cur_pos[0]), int(obj.cur_pos[1]), 1)]
+        if obj.cur_pos is None or base.carrying is obj:
+            return []
+        return [(int(obj.cur_pos[0]), int(obj.cur_pos[1]), 1 if base.carrying is None else 0)]  # a drop comes first
     if isinstance(base, FetchEnv):
         return _cells(base, base.targetType, base.targetColor, 1)
     if isinstance(base, UnlockEnv):
