@@ -83,6 +83,9 @@ ALGORITHMS = {"DirPG": DirPG, "Reinforce": Reinforce, "CEM": CEM}
 COMMON = dict(learning_rate=1e-3, batch_episodes=1, gamma=GAMMA)
 DIRPG_PAPER = dict(epsilon=1.0, search_budget=2900, priority="astar", alpha=0.2, prune=True, early_stop=False)
 
+SWEEP_ALPHAS = (0.0, 0.1, 0.2, 0.3, 1.0)  # the paper's MiniGrid figure; sweep-a0.2 is the shipped setting
+FROZEN_AT = 1_200_000  # the paper freezes its model here for the quality/quantity search; runs keep a copy
+
 # a learner: (algorithm, constructor arguments, MultiRoomBound arguments or None for no heuristic)
 Method = tuple[str, dict[str, Any], dict[str, Any] | None]
 
@@ -102,6 +105,11 @@ METHODS: dict[str, Method] = {
     "dirpg-df": ("DirPG", dict(DIRPG_PAPER, depth_first=True), {}),
     "dirpg-df-early": ("DirPG", dict(DIRPG_PAPER, depth_first=True, stop_on_success=True, early_stop=True), {}),
     "dirpg-gumbel-stop": ("DirPG", dict(DIRPG_PAPER, priority="gumbel", alpha=0.0, stop_on_success=True), None),
+    **{  # the paper's priority sweep (issue 22) in the shipped setting: A* with each alpha, and the Gumbel priority
+        f"sweep-a{alpha:g}": ("DirPG", dict(DIRPG_PAPER, stop_on_success=True, lookahead=16, alpha=alpha), {})
+        for alpha in SWEEP_ALPHAS
+    },
+    "sweep-gumbel": ("DirPG", dict(DIRPG_PAPER, stop_on_success=True, lookahead=16, priority="gumbel", alpha=0.0), None),
     "reinforce": ("Reinforce", dict(n_rollouts=30, variant="action"), None),
     "cem": ("CEM", dict(n_rollouts=30, n_elite=2), None),
 }
@@ -225,12 +233,14 @@ def run_one(
     :param runs_dir: folder of the run folders
     :param resume: carry on from the run's checkpoint if there is one
     :param eval_maps: how many of the held-out maps to evaluate on
-    :return: the run's record (``points``: ``[interactions, greedy_success, sampled_return]``)
+    :return: the run's record (``points``: ``[interactions, greedy_success, sampled_return]``; ``search``, for DirPG:
+        ``[interactions, mean D(a_opt), mean D(a_dir), share of maps improved, sampled success]`` over each interval)
     """
     th.set_num_threads(1)
     folder = runs_dir / f"{method}-s{seed}"
     folder.mkdir(parents=True, exist_ok=True)
     record_path, model_path = folder / "curve.json", folder / "model.zip"
+    recorder = EpisodeRecorder()
     seeds = HELD_OUT_SEEDS[:eval_maps]
     envs = [make_env() for _ in seeds]
     if resume and record_path.exists() and model_path.exists():
@@ -244,12 +254,19 @@ def run_one(
     while model.num_timesteps < interactions:
         started = time.perf_counter()
         target = min(interactions, (model.num_timesteps // eval_every + 1) * eval_every)
-        model.learn(target - model.num_timesteps, reset_num_timesteps=False)
+        recorder.log, before = {key: [] for key in recorder.log}, model.num_timesteps
+        model.learn(target - model.num_timesteps, callback=recorder, reset_num_timesteps=False)
         sampled = float(np.mean([ep["r"] for ep in model.ep_info_buffer])) if model.ep_info_buffer else 0.0
         success = greedy_eval(greedy_actions(model), envs, seeds)["success"]
         record["points"].append([int(model.num_timesteps), success, round(sampled, 2)])
+        log = recorder.log
+        if log["d_t"]:
+            record.setdefault("search", []).append([int(model.num_timesteps)] + [
+                round(float(np.mean(log[key])), 3) for key in ("d_opt", "d_dir", "improved", "success")])  # fmt: skip
         record["wall_s"] = round(record["wall_s"] + time.perf_counter() - started, 1)
         model.save(model_path)
+        if before < FROZEN_AT <= model.num_timesteps:
+            model.save(folder / f"model_{FROZEN_AT}.zip")
         _write_json(record_path, record)
         point = record["points"][-1]
         print(f"{method} seed {seed}: {point[0]:>9d} interactions, greedy success {point[1]:.3f}, sampled return "
