@@ -505,9 +505,9 @@ def quality_vs_quantity(
     batch: int = 4,
     seed: int = 0,
 ) -> dict[str, dict[str, list[float]]]:
-    """Search the same held-out maps with a frozen policy and each priority, all for the same budget: no early stop
-    and no pruning, so that every search spends its whole budget (pruning would end the search once ``a_dir`` is
-    provably optimal, which on small maps happens after a couple of trajectories).
+    """Search the same held-out maps with a frozen policy and each priority, all for the same budget: no early stop,
+    no stop on success and no pruning, so that every search spends its whole budget (pruning would end the search once
+    ``a_dir`` is provably optimal, which on small maps happens after a couple of trajectories).
 
     :param model: a (partly) trained DirPG model; its env is replaced by ``env_id`` (same observation space)
     :param priorities: ``(priority, alpha)`` pairs, e.g. ``("gumbel", 0.0)``, ``("astar", 0.3)``
@@ -526,8 +526,8 @@ def quality_vs_quantity(
     for priority, alpha in priorities:
         label = "gumbel" if priority == "gumbel" else f"astar α={alpha:g}"
         config = model.search_config(
-            priority=priority, alpha=alpha, early_stop=False, prune=False, record_trajectories=True, budget=budget,
-            horizon=horizon,
+            priority=priority, alpha=alpha, early_stop=False, prune=False, stop_on_success=False,
+            record_trajectories=True, budget=budget, horizon=horizon,
         )  # fmt: skip
         rng = np.random.default_rng(seed)
         counts, returns, best = [], [], []
