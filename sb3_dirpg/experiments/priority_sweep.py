@@ -28,6 +28,7 @@ import numpy as np
 from scipy import stats
 
 from sb3_dirpg.experiments.common import default_out
+from sb3_dirpg.experiments.multiroom import interactions_to
 
 ARMS = ("sweep-gumbel", "sweep-a0", "sweep-a0.1", "sweep-a0.2", "sweep-a0.3", "sweep-a1")
 BASELINES = ("cem",)
@@ -58,16 +59,6 @@ def success_curve(record: dict[str, Any]) -> np.ndarray:
     return curve
 
 
-def interactions_to(record: dict[str, Any], level: float) -> float:
-    """:param record: a run's record
-    :param level: a greedy success level
-    :return: the first evaluation's interactions at which greedy success reached ``level`` (inf if never)"""
-    for interactions, success, _ in record["points"]:
-        if success >= level:
-            return float(interactions)
-    return float("inf")
-
-
 def summarize(runs: dict[str, dict[int, dict[str, Any]]]) -> dict[str, dict[str, Any]]:
     """:param runs: per method and seed, the record
     :return: per method: per seed the interactions to 0.9, the final success and the area under the greedy success
@@ -79,7 +70,7 @@ def summarize(runs: dict[str, dict[int, dict[str, Any]]]) -> dict[str, dict[str,
         finished = [seed for seed, curve in curves.items() if not np.isnan(curve).any()]
         per_seed = {
             seed: {
-                "to_0.9": _finite(interactions_to(record, 0.9)),
+                "to_0.9": interactions_to(record["points"], 0.9),
                 "final": float(record["points"][-1][1]),
                 "interactions": int(record["points"][-1][0]),
                 "auc": float(np.mean(curves[seed])) if seed in finished else None,
@@ -91,8 +82,7 @@ def summarize(runs: dict[str, dict[int, dict[str, Any]]]) -> dict[str, dict[str,
         summary: dict[str, Any] = {
             "per_seed": per_seed,
             "finished": finished,
-            "median_to_0.9": _finite(float(np.median([interactions_to(by_seed[s], 0.9) for s in finished])))
-            if finished else None,
+            "median_to_0.9": _median_or_none([per_seed[s]["to_0.9"] for s in finished]),
             "mean_auc": float(np.mean(aucs)) if aucs else None,
             "success_curve": np.nanmean([curves[s] for s in finished], axis=0).tolist() if finished else None,
         }
@@ -138,8 +128,11 @@ def frozen_search(runs_dir: Path, method: str, seed: int, n_maps: int, budget: i
     return out
 
 
-def _finite(value: float) -> float | None:
-    return value if np.isfinite(value) else None
+def _median_or_none(values: list[int | None]) -> float | None:
+    """:param values: interactions to a level per run, None where never reached
+    :return: their median (never reached counts as infinite), None if infinite or no runs"""
+    median = float(np.median([np.inf if v is None else v for v in values])) if values else np.inf
+    return median if np.isfinite(median) else None
 
 
 def _alpha(method: str) -> float:
