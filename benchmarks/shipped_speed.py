@@ -4,9 +4,11 @@ Every row is built from the N6 entries of ``zoo_hyperparams/dirpg.yml`` and ``re
 per update), on the compiled simulator that ``simulator_backend="auto"`` picks, and measured by ``learn``'s
 interactions per second, side by side and interleaved over rounds:
 
-* ``dirpg`` the entry as it ships (``batch_episodes: 1``);
-* ``dirpg_lookahead16``: the same with up to 16 maps searched ahead in lockstep and committed one at a time
-  (``lookahead``; it learns exactly what the shipped entry learns);
+* ``dirpg`` the entry as it ships (``batch_episodes: 1``, ``lookahead: 16``, the search's compiled loop);
+* ``dirpg_python_loop``: the same with one Python round trip per lockstep iteration (``compiled_loop=False``; it learns
+  exactly what the shipped entry learns);
+* ``dirpg_first_shipped``: the entry as first shipped, searching one map at a time in the Python loop (``lookahead=1``,
+  ``compiled_loop=False``; it learns the same);
 * ``dirpg_lockstep8``: the same with 8 maps searched in lockstep and one update per map (``update_per_episode``; the
   later maps are searched with a policy a few updates old);
 * ``dirpg_batch32``: 32 maps per search and one update on their mean (the throughput benchmark's row);
@@ -39,7 +41,8 @@ ENV_ID = "MiniGrid-MultiRoom-N6-v0"
 ZOO_ONLY = ("n_timesteps", "policy", "env_wrapper", "env_kwargs", "n_envs", "normalize")
 ROWS = {
     "dirpg": ("dirpg", {}),
-    "dirpg_lookahead16": ("dirpg", dict(lookahead=16)),
+    "dirpg_python_loop": ("dirpg", dict(compiled_loop=False)),
+    "dirpg_first_shipped": ("dirpg", dict(compiled_loop=False, lookahead=1)),
     "dirpg_lockstep8": ("dirpg", dict(batch_episodes=8, update_per_episode=True)),
     "dirpg_batch32": ("dirpg", dict(batch_episodes=32)),
     "reinforce": ("reinforce", {}),
@@ -107,10 +110,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     result = {"machine": platform.processor() or platform.machine(), "rounds": args.rounds,
               "interactions": args.interactions, "checkpoint": str(args.checkpoint),
               "phases": measure(args.rounds, args.interactions, args.checkpoint)}  # fmt: skip
-    print(f"{'phase':6s} {'row':16s} {'median/s':>9s} {'vs REINFORCE':>13s}")
+    print(f"{'phase':6s} {'row':20s} {'median/s':>9s} {'vs REINFORCE':>13s}")
     for phase, rows in result["phases"].items():
         for name, row in rows.items():
-            print(f"{phase:6s} {name:16s} {row['median']:9d} {row['vs_reinforce']:13.3f}")
+            print(f"{phase:6s} {name:20s} {row['median']:9d} {row['vs_reinforce']:13.3f}")
     write_json(args.out, result)
     return result
 

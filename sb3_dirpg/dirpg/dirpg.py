@@ -92,6 +92,10 @@ class DirPG(SimulatorAlgorithm):
     :param simulator_backend: what steps the search's states: ``"env"`` the sub-envs, ``"compiled"`` a compiled copy
         of their dynamics on array-held states (MiniGrid), ``"auto"`` the compiled one where it fits. The results do not
         depend on it
+    :param compiled_loop: where the simulator steps in compiled code (``simulator_backend`` ``"compiled"``), let it run
+        the search's lockstep iterations in one compiled loop, returning to Python only to forward new observations
+        and settle complete trajectories (:mod:`sb3_dirpg.search.fused`). The results do not depend on it; False makes
+        one Python round trip per iteration (for comparisons)
     """
 
     def __init__(
@@ -125,6 +129,7 @@ class DirPG(SimulatorAlgorithm):
         strict_heuristic: bool = False,
         parallel_backend: str = "process",
         simulator_backend: str = "auto",
+        compiled_loop: bool = True,
     ) -> None:
         # SearchConfig checks the values of ε, the budget, the priority and α; their types are checked here first, as it
         # takes a string or a bool for a number
@@ -162,6 +167,7 @@ class DirPG(SimulatorAlgorithm):
         self.early_stop = early_stop
         self.depth_first = depth_first
         self.stop_on_success = stop_on_success
+        self.compiled_loop = bool(compiled_loop)
         self.update_per_episode = bool(update_per_episode)
         self.lookahead = int(lookahead)
         self._lookahead = Lookahead()
@@ -197,6 +203,7 @@ class DirPG(SimulatorAlgorithm):
             epsilon=self.epsilon, budget=self.search_budget, priority=self.priority, alpha=self.alpha,
             prune=prune, early_stop=self.early_stop, gamma=self.gamma,
             horizon=self.horizon, depth_first=self.depth_first, stop_on_success=self.stop_on_success,
+            compiled_loop=getattr(self, "compiled_loop", True),
         )  # fmt: skip
         settings.update(overrides)
         return SearchConfig(**settings)

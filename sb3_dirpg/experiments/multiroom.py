@@ -98,6 +98,8 @@ METHODS: dict[str, Method] = {
     "dirpg-lockstep8": ("DirPG", dict(DIRPG_PAPER, stop_on_success=True, batch_episodes=8, update_per_episode=True), {}),
     # the shipped setting with up to 16 maps searched ahead and committed one at a time: the same learning, faster
     "dirpg-lookahead16": ("DirPG", dict(DIRPG_PAPER, stop_on_success=True, lookahead=16), {}),
+    # the same with one Python round trip per search iteration instead of the compiled loop: the same learning, slower
+    "dirpg-python-loop": ("DirPG", dict(DIRPG_PAPER, stop_on_success=True, lookahead=16, compiled_loop=False), {}),
     # the setting shipped before: the bound that drops terms beyond the steps left; it never completes a 2nd trajectory
     "dirpg-paper-tight": ("DirPG", dict(DIRPG_PAPER), dict(step_limit=True)),
     # the authors' bound (no step limit), best-first
@@ -233,7 +235,8 @@ def run_one(
     :param runs_dir: folder of the run folders
     :param resume: carry on from the run's checkpoint if there is one
     :param eval_maps: how many of the held-out maps to evaluate on
-    :return: the run's record (``points``: ``[interactions, greedy_success, sampled_return]``; ``search``, for DirPG:
+    :return: the run's record (``wall_s``: the seconds of training and evaluations, ``learn_s``: of training alone;
+        ``points``: ``[interactions, greedy_success, sampled_return]``; ``search``, for DirPG:
         ``[interactions, mean D(a_opt), mean D(a_dir), share of maps improved, sampled success]`` over each interval)
     """
     th.set_num_threads(1)
@@ -250,12 +253,13 @@ def run_one(
     else:
         model = make_model(METHODS[method], seed)
         first = greedy_eval(greedy_actions(model), envs, seeds)["success"]
-        record = {"method": method, "seed": seed, "points": [[0, first, 0.0]], "wall_s": 0.0}
+        record = {"method": method, "seed": seed, "points": [[0, first, 0.0]], "wall_s": 0.0, "learn_s": 0.0}
     while model.num_timesteps < interactions:
         started = time.perf_counter()
         target = min(interactions, (model.num_timesteps // eval_every + 1) * eval_every)
         recorder.log, before = {key: [] for key in recorder.log}, model.num_timesteps
         model.learn(target - model.num_timesteps, callback=recorder, reset_num_timesteps=False)
+        record["learn_s"] = round(record.get("learn_s", 0.0) + time.perf_counter() - started, 1)
         sampled = float(np.mean([ep["r"] for ep in model.ep_info_buffer])) if model.ep_info_buffer else 0.0
         success = greedy_eval(greedy_actions(model), envs, seeds)["success"]
         record["points"].append([int(model.num_timesteps), success, round(sampled, 2)])

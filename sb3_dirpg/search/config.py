@@ -32,6 +32,9 @@ class SearchConfig:
     :param stop_on_success: end an episode's search as soon as a trajectory ends in success (the simulator's
         ``success`` flag, SB3's ``info["is_success"]``; the authors' "break on goal"). When ``a_opt`` succeeds the
         search ends at once and the episode adds nothing to the update; the budget left is neither spent nor counted.
+    :param compiled_loop: let a simulator that steps in compiled code run the lockstep iterations itself, many per call
+        (:mod:`sb3_dirpg.search.fused`; the same search, with fewer Python calls); False runs one Python iteration per
+        step, as with any other simulator
     """
 
     epsilon: float = 1.0
@@ -46,6 +49,7 @@ class SearchConfig:
     record_trajectories: bool = False
     depth_first: bool = False
     stop_on_success: bool = False
+    compiled_loop: bool = True
 
     def __post_init__(self) -> None:
         if not np.isfinite(self.epsilon) or self.epsilon == 0:

@@ -50,6 +50,42 @@ class BatchSimulator(Protocol):
         :return: the states reached"""
 
 
+class CompiledSearchSimulator(BatchSimulator, Protocol):
+    """A batch simulator that steps in compiled code and can run the search's lockstep iterations itself
+    (:mod:`sb3_dirpg.search.fused`). Its observations are byte rows of a fixed width for the search's memo.
+
+    :param observation_width: the bytes of an observation row
+    """
+
+    observation_width: int
+
+    def runs_search_iterations(self) -> bool:
+        """:return: whether the batch of the last reset can be searched with :meth:`search_iterations`"""
+
+    def observation_rows(self, obs: list[Any]) -> np.ndarray:
+        """:param obs: observations of this simulator
+        :return: them as byte rows, uint8, shape (m, observation_width)"""
+
+    def row_observations(self, rows: np.ndarray) -> list[Any]:
+        """:param rows: byte rows, uint8, shape (m, observation_width)
+        :return: the observations they hold"""
+
+    def search_iterations(
+        self, search: tuple, pending: tuple, has_pending: bool, max_iterations: int, counts: np.ndarray
+    ) -> tuple[int, int, tuple, np.ndarray, int]:
+        """Run up to ``max_iterations`` lockstep iterations of a search in compiled code (see
+        :func:`sb3_dirpg.envs.minigrid.compiled_search.search_iterations` for the arguments and the result).
+
+        :param search: the search's records, as plain tuples
+        :param pending: popped regions to expand first
+        :param has_pending: whether to expand them
+        :param max_iterations: the most iterations
+        :param counts: out: the interactions of each iteration
+        :return: why it returned, the iterations run, the last popped regions, the observations to forward, the first
+            node the last iteration added
+        """
+
+
 class PolicyFunction(Protocol):
     """Maps a batch of observations (and their legal-action masks) to action logits, shape (n, n_actions)."""
 

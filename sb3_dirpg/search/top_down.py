@@ -19,11 +19,11 @@ from collections.abc import Callable, Iterator, Sequence
 
 import numpy as np
 
-from sb3_dirpg.search import kernels
+from sb3_dirpg.search import fused, kernels
 from sb3_dirpg.search.config import PRIORITIES, SearchConfig
-from sb3_dirpg.search.protocols import BatchSimulator, PolicyFunction, Transitions
+from sb3_dirpg.search.protocols import BatchSimulator, CompiledSearchSimulator, PolicyFunction, Transitions
 from sb3_dirpg.search.results import CompletedTrajectory, EpisodeSearch, SearchResult
-from sb3_dirpg.search.state import DIR, DONE, OPT, Popped, Reached, SearchState, Split
+from sb3_dirpg.search.state import DIR, DONE, NOISE_BLOCK, OPT, Popped, Reached, SearchState, Split
 from sb3_dirpg.search.tree import SearchTree
 
 # SearchConfig, PRIORITIES and the result types live in config.py and results.py; they stay importable from here
@@ -33,6 +33,8 @@ __all__ = [
 ]  # fmt: skip
 
 BOUND_TOLERANCE = 1e-6  # relative (to max(1, |return-to-go|)) slack before a bound counts as violated
+COMPILED_ITERATIONS = 256  # the most lockstep iterations of one call of a compiled loop (search/fused.py)
+_NO_POPPED = Popped(*(np.empty(0, np.int64),) * 3, np.empty(0), *(np.empty(0, np.int64),) * 2)
 
 
 @contextlib.contextmanager
@@ -139,6 +141,8 @@ class TopDownSearch:
         """
         with cyclic_gc_paused():
             state = self._start(seeds, rng)
+            if self._compiled_loop():
+                return self._finish(state, self._run_compiled(state, on_iteration))
             stopped = False
             while True:
                 popped = self._pop_regions(state)
@@ -149,6 +153,106 @@ class TopDownSearch:
                     stopped = True
                     break
             return self._finish(state, stopped)
+
+    def _compiled_loop(self) -> bool:
+        """:return: whether the simulator runs this batch's iterations in a compiled loop"""
+        if not self.config.compiled_loop:
+            return False
+        ready = getattr(self.simulator, "runs_search_iterations", None)
+        return ready is not None and bool(ready())
+
+    def _run_compiled(self, state: SearchState, on_iteration: Callable[[int], bool] | None) -> bool:
+        """The search's loop on a :class:`~sb3_dirpg.search.protocols.CompiledSearchSimulator`: the simulator runs the
+        iterations in compiled code (:mod:`sb3_dirpg.search.fused`) and returns here to forward new observations, to
+        settle complete trajectories and to refill random numbers. ``on_iteration`` is called once per iteration, as in
+        the Python loop, after each call.
+
+        :param state: the search state, after :meth:`_start`
+        :param on_iteration: see :meth:`run`
+        :return: whether ``on_iteration`` stopped the search
+        """
+        sim: CompiledSearchSimulator = self.simulator  # type: ignore[assignment]
+        tree, n = state.tree, state.n_episodes
+        table = fused.ObsTable.empty(sim.observation_width, self.n_actions, capacity=max(1024, 64 * n))
+        node_obs = np.empty(len(tree.nodes.episode), np.int64)
+        node_snapshot = np.empty(len(tree.nodes.episode), np.int64)
+        node_obs[:n] = fused.add_observations(table, sim.observation_rows(tree.obs[:n]))
+        node_snapshot[:n] = [-1 if s is None else s for s in tree.snapshots[:n]]
+        counts = np.empty(COMPILED_ITERATIONS, np.int64)
+        params = tuple(self._params)
+        pending, has_pending = _NO_POPPED, False
+        while True:
+            tree.reserve(nodes=n * COMPILED_ITERATIONS, regions=2 * n * COMPILED_ITERATIONS)
+            state.reserve_queues(2 * COMPILED_ITERATIONS)
+            table = table.reserve(n * COMPILED_ITERATIONS)
+            if len(node_obs) < len(tree.nodes.episode):
+                node_obs, node_snapshot = (np.resize(column, len(tree.nodes.episode)) for column in (node_obs, node_snapshot))
+            search = (
+                params, tuple(tree.nodes), tuple(tree.regions), tuple(state.progress), tuple(state.queues),
+                tuple(state.noise), tuple(table), node_obs, node_snapshot,
+            )  # fmt: skip
+            status, n_iterations, popped, misses, start = sim.search_iterations(
+                search, tuple(pending), has_pending, COMPILED_ITERATIONS, counts
+            )
+            pending, has_pending = _NO_POPPED, False
+            if on_iteration is not None:
+                for interactions in counts[:n_iterations].tolist():
+                    if on_iteration(interactions) is False:
+                        self._keep_columns(tree, table, node_obs, node_snapshot)
+                        return True
+            popped = Popped(*popped)
+            if status == fused.MISS:
+                self._forward_misses(tree, table, node_obs, popped.todo, misses)
+                pending, has_pending = popped, True
+            elif status == fused.ENDS:
+                ends = tree.nodes.terminal[start : start + len(popped.episodes)]
+                leaves = np.arange(start, start + len(popped.episodes))[ends]
+                self._settle_trajectories(state, popped.episodes[ends], leaves, popped.g[ends])
+            elif status == fused.REFILL:
+                noise = state.noise
+                state.noise.refill(np.flatnonzero((state.progress.phase != DONE) & (noise.used >= NOISE_BLOCK)), state.rngs)
+            elif status == fused.DONE_ALL:
+                break
+            elif status == fused.STALE:
+                raise ValueError("the search stepped a snapshot from before the simulator's last reset()")
+            elif status == fused.EMPTY_MASK:
+                raise ValueError(
+                    f"all-false action mask after a step (episode {int(popped.episodes[misses[0]])}): every non-terminal "
+                    "state needs at least one legal action; check the env's action_masks()"
+                )
+        self._keep_columns(tree, table, node_obs, node_snapshot)
+        return False
+
+    def _forward_misses(
+        self, tree: SearchTree, table: fused.ObsTable, node_obs: np.ndarray, todo: np.ndarray, misses: np.ndarray
+    ) -> None:
+        """Forward the observations the policy has not seen and store their logits in the table.
+
+        :param tree: the search tree
+        :param table: the observation table
+        :param node_obs: each node's observation id
+        :param todo: the popped nodes not yet evaluated
+        :param misses: the observations to forward, in the order of their first node in ``todo``
+        """
+        first_node = {}
+        for node, oid in zip(todo.tolist(), node_obs[todo].tolist()):
+            first_node.setdefault(oid, node)
+        nodes = [first_node[oid] for oid in misses.tolist()]
+        obs = self.simulator.row_observations(table.rows[misses])  # type: ignore[attr-defined]
+        table.logits[misses] = self.policy_fn(obs, tree.nodes.legal[nodes])
+        table.has_logits[misses] = True
+
+    def _keep_columns(self, tree: SearchTree, table: fused.ObsTable, node_obs: np.ndarray, node_snapshot: np.ndarray) -> None:
+        """Give the tree its nodes' observations and snapshots, which the compiled loop kept in arrays.
+
+        :param tree: the search tree
+        :param table: the observation table
+        :param node_obs: each node's observation id
+        :param node_snapshot: each node's snapshot
+        """
+        size = tree.nodes.size
+        tree.obs = fused.ObservationColumn(table, node_obs, size, self.simulator.row_observations)  # type: ignore[assignment,attr-defined]
+        tree.snapshots = fused.SnapshotColumn(node_snapshot, size)  # type: ignore[assignment]
 
     def _start(self, seeds: Sequence[int], rng: np.random.Generator | Sequence[np.random.Generator]) -> SearchState:
         """Reset the simulator, add one root node and one root region per episode, and queue the root regions.

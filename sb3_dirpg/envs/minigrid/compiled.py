@@ -27,8 +27,10 @@ from sb3_dirpg.common.simulator_backends import register_compiled_simulator
 from sb3_dirpg.common.vec_simulator import VecSimulator
 from sb3_dirpg.envs.minigrid import compiled_kernels as kernels
 from sb3_dirpg.envs.minigrid.bound import MultiRoomBound
+from sb3_dirpg.envs.minigrid.compiled_search import search_iterations
 from sb3_dirpg.envs.minigrid.fast_obs import FastObservation, fast_gen_obs
 from sb3_dirpg.envs.minigrid.wrappers import DirectionImageObs, MiniGridShapedReward
+from sb3_dirpg.search import fused
 from sb3_dirpg.search.protocols import Heuristic, Transitions
 from sb3_dirpg.simulator import SimulatorWrapper
 from sb3_dirpg.simulator.unwrap import wrapper_layers
@@ -126,6 +128,7 @@ class CompiledMiniGridSimulator(VecSimulator):
             self._bound_params = kernels.BoundParams(
                 True, bound.gamma, bound.door_reward, bound.goal_reward, bound.pickup_reward, bound.step_limit
             )
+        self.observation_width = self._view * self._view * 3 + 1  # the image's bytes, then the direction
         self._generation = 0
         self._episodes: kernels.Episodes | None = None  # set by each reset whose batch runs on the arrays
         self._compiled_batch = False  # whether the current batch runs on the arrays (False: on the envs)
@@ -139,6 +142,52 @@ class CompiledMiniGridSimulator(VecSimulator):
         """:return: whether the batch of the last ``reset`` runs on the arrays (False: its grids hold a box, so the envs
         step it)"""
         return self._compiled_batch
+
+    def runs_search_iterations(self) -> bool:
+        """:return: whether the batch of the last reset runs on the arrays, so that the search can run its iterations
+        in :func:`~sb3_dirpg.envs.minigrid.compiled_search.search_iterations`"""
+        return self._compiled_batch
+
+    def observation_rows(self, obs: list[Any]) -> np.ndarray:
+        """:param obs: observations of this simulator (``{"image", "direction"}``)
+        :return: them as byte rows: the image's bytes, then the direction, uint8, shape (m, observation_width)"""
+        rows = np.empty((len(obs), self.observation_width), dtype=np.uint8)
+        for row, o in zip(rows, obs):
+            row[:-1] = np.asarray(o["image"], dtype=np.uint8).ravel()
+            row[-1] = int(o["direction"])
+        return rows
+
+    def row_observations(self, rows: np.ndarray) -> list[Any]:
+        """:param rows: byte rows of :meth:`observation_rows`
+        :return: the observations they hold"""
+        view = self._view
+        return [{"image": row[:-1].reshape(view, view, 3), "direction": int(row[-1])} for row in rows]
+
+    def search_iterations(
+        self, search: tuple, pending: tuple, has_pending: bool, max_iterations: int, counts: np.ndarray
+    ) -> tuple[int, int, tuple, np.ndarray, int]:
+        """Run up to ``max_iterations`` lockstep iterations of a search on the arrays
+        (:func:`~sb3_dirpg.envs.minigrid.compiled_search.search_iterations`, with room reserved in the store).
+
+        :param search: the search's records, as plain tuples
+        :param pending: popped regions to expand first
+        :param has_pending: whether to expand them
+        :param max_iterations: the most iterations
+        :param counts: out: the interactions of each iteration
+        :return: why it returned, the iterations run, the last popped regions, the observations to forward, the first
+            node the last iteration added
+        """
+        rows = len(self._episodes.max_steps) * max_iterations
+        used = self._store.used
+        self._reserve_store(int(used[0]) + rows, int(used[1]) + rows)
+        sim = (
+            tuple(self._store), tuple(self._rules), tuple(self._episodes), tuple(self._bound_params), self._generation,
+            self._view, self.n_actions, self.heuristic is not None,
+        )  # fmt: skip
+        result = search_iterations(search, sim, pending, has_pending, max_iterations, counts)
+        if result[0] == fused.ENDS:
+            self.reports_success = True  # MiniGridShapedReward reports success on every episode end
+        return result
 
     def _reserve_store(self, states: int, grids: int) -> None:
         """Make room for at least ``states`` states and ``grids`` grids (capacities double, contents are kept).

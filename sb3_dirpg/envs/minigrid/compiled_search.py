@@ -1,0 +1,86 @@
+"""The search's lockstep iterations on the compiled MiniGrid simulator, many per compiled call.
+
+:func:`search_iterations` is the loop of :meth:`~sb3_dirpg.search.top_down.TopDownSearch.run` for a batch that
+:class:`~sb3_dirpg.envs.minigrid.compiled.CompiledMiniGridSimulator` steps: pop (and find the observations the
+policy has not seen), split, :func:`~sb3_dirpg.envs.minigrid.compiled_kernels.step_states`, add the children. It is
+built from the search's own compiled pieces (:mod:`sb3_dirpg.search.fused`) and returns to Python whenever the search
+needs it (see :data:`~sb3_dirpg.search.fused.MISS` and the other reasons). It lives here rather than in
+``search/`` because numba caches a compiled function only when the functions it calls are module globals.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from sb3_dirpg.envs.minigrid.compiled_kernels import GENERATION_SHIFT, step_states
+from sb3_dirpg.search import fused
+from sb3_dirpg.search.fused import ObsTable
+from sb3_dirpg.search.state import Popped
+
+
+@njit(cache=True)
+def search_iterations(
+    search: tuple, sim: tuple, pending: tuple, has_pending: bool, max_iterations: int, counts: np.ndarray
+) -> tuple[int, int, tuple, np.ndarray, int]:
+    """Run lockstep iterations until the search needs Python, at most ``max_iterations``.
+
+    :param search: the search's records as plain tuples: ``(params, nodes, regions, progress, queues, noise, table,
+        node_obs, node_snapshot)`` (room reserved for ``max_iterations`` iterations)
+    :param sim: the simulator's records: ``(store, rules, episodes, bound, generation, view, n_actions, with_bounds)``
+    :param pending: popped regions to expand first (the fields of :class:`~sb3_dirpg.search.state.Popped`), when
+        ``has_pending``: those of the ``MISS`` that ended the last call, whose observations are now forwarded
+    :param has_pending: whether to expand ``pending`` before popping
+    :param max_iterations: the most iterations to run
+    :param counts: out: the interactions of each iteration run, int64, shape (max_iterations,)
+    :return: why it returned (:data:`~sb3_dirpg.search.fused.MISS`, ``ENDS``, ``DONE_ALL``, ``LIMIT``, ``REFILL``,
+        ``STALE`` or ``EMPTY_MASK``), the iterations run, the popped regions of the last iteration, the observations
+        to forward (``MISS``), and the first node the last iteration added (``ENDS``)
+    """
+    params, nodes, regions, progress, queues, noise, table, node_obs, node_snapshot = search
+    store, rules, episodes, bound, generation, view, n_actions, with_bounds = sim
+    table_ = ObsTable(*table)
+    no_misses = np.empty(0, np.int64)
+    base = generation << GENERATION_SHIFT
+    width = view * view * 3 + 1
+    popped = pending
+    iteration = 0
+    while iteration < max_iterations:
+        if has_pending:
+            has_pending = False
+        else:
+            status, popped, misses = fused.begin_iteration(params, nodes, regions, progress, queues, noise, table, node_obs)
+            if status != fused.OK:
+                return status, iteration, popped, misses, -1
+        expanding = Popped(*popped)
+        logits = fused.todo_logits(expanding, table_, node_obs)
+        split = fused.split_regions_compiled(popped, logits, nodes, regions, noise)
+        k = expanding.episodes.size
+        images = np.empty((k, view, view, 3), np.uint8)
+        batch = (
+            node_snapshot[expanding.nodes], split[0], expanding.episodes, images, np.empty(k, np.int64), np.empty(k),
+            np.empty(k, np.bool_), np.empty(k, np.bool_), np.empty(k), np.empty(k), np.empty(k, np.int64),
+        )  # fmt: skip
+        if step_states(batch, store, rules, episodes, bound) < 0:
+            return fused.STALE, iteration, popped, no_misses, -1
+        directions, rewards, terminal, success, lower, upper, reached = batch[4:]
+        if not with_bounds:
+            lower[:] = -np.inf
+            upper[:] = np.inf
+        rows = np.empty((k, width), np.uint8)
+        snapshots = np.empty(k, np.int64)
+        for r in range(k):
+            rows[r, : width - 1] = images[r].ravel()
+            rows[r, width - 1] = directions[r]
+            snapshots[r] = -1 if reached[r] < 0 else base | reached[r]
+        start = nodes[0][0]
+        reached_ = (rewards, terminal, np.ones((k, n_actions), np.bool_), lower, upper, success)
+        n_ends, empty = fused.add_children_compiled(popped, split, reached_, params, nodes, regions, progress, queues)
+        if empty >= 0:
+            return fused.EMPTY_MASK, iteration, popped, np.array([empty], np.int64), start
+        fused.record_children(start, rows, snapshots, table_, node_obs, node_snapshot)
+        counts[iteration] = k
+        iteration += 1
+        if n_ends:
+            return fused.ENDS, iteration, popped, no_misses, start
+    return fused.LIMIT, iteration, popped, no_misses, -1

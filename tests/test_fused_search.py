@@ -1,0 +1,133 @@
+"""The search's compiled loop (``search/fused.py`` with the compiled MiniGrid simulator) against its Python loop."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+import torch as th
+
+from sb3_dirpg import DirPG
+from sb3_dirpg.envs import make_minigrid_env
+from sb3_dirpg.envs.minigrid import CompiledMiniGridSimulator, MiniGridCNN, MultiRoomBound
+from sb3_dirpg.search.fused import ObsTable, add_observations
+from sb3_dirpg.search.top_down import SearchResult, TopDownSearch
+
+ROW = (1 << 32) - 1
+POLICY_KWARGS = dict(features_extractor_class=MiniGridCNN, net_arch=[], normalize_images=False)
+
+# (env id, max_steps, search settings): the shipped N6 search (A* with the bound, pruning, stop on success), the
+# Gumbel priority without a heuristic (unbounded nodes), depth-first with early stop and Gumbel top-K
+SETTINGS = {
+    "n6-astar": ("MiniGrid-MultiRoom-N6-v0", 100, dict(
+        priority="astar", alpha=0.2, prune=True, early_stop=False, stop_on_success=True, budget=600, gamma=0.999
+    )),  # fmt: skip
+    "doorkey-gumbel": ("MiniGrid-DoorKey-5x5-v0", 60, dict(priority="gumbel", early_stop=False, budget=400)),
+    "n2-depth-first": ("MiniGrid-MultiRoom-N2-S4-v0", 40, dict(
+        priority="astar", alpha=1.0, depth_first=True, early_stop=True, budget=300, record_trajectories=True
+    )),  # fmt: skip
+    "n2-top-k": ("MiniGrid-MultiRoom-N2-S4-v0", 40, dict(priority="gumbel", max_trajectories=7, budget=10_000)),
+}
+
+
+def _model(env_id: str, max_steps: int, heuristic: bool) -> DirPG:
+    env = make_minigrid_env(env_id, max_steps=max_steps)
+    bound = MultiRoomBound.for_env(env) if heuristic else None
+    model = DirPG(
+        "MultiInputPolicy", env, seed=3, heuristic=bound, priority="astar" if heuristic else "gumbel",
+        alpha=0.2 if heuristic else 0.0, policy_kwargs=POLICY_KWARGS, device="cpu",
+    )  # fmt: skip
+    assert type(model.simulator) is CompiledMiniGridSimulator
+    return model
+
+
+def _search(model: DirPG, seeds: list[int], compiled_loop: bool, on_iteration: Any = None, **settings: Any) -> SearchResult:
+    model.simulator.ensure_simulators(len(seeds))
+    config = model.search_config(compiled_loop=compiled_loop, **settings)
+    rngs = [np.random.default_rng([seed, 11]) for seed in seeds]
+    return TopDownSearch(model.simulator, model.search_policy_function(), config).run(seeds, rngs, on_iteration=on_iteration)
+
+
+@pytest.mark.parametrize("setting", sorted(SETTINGS))
+@pytest.mark.parametrize("n_episodes", [1, 4])
+def test_the_compiled_loop_builds_the_tree_of_the_python_loop(setting: str, n_episodes: int) -> None:
+    """Every node and region column, every observation and snapshot and every outcome are those of the Python loop."""
+    env_id, max_steps, settings = SETTINGS[setting]
+    model = _model(env_id, max_steps, heuristic=settings["priority"] == "astar")
+    for first in (0, 40):
+        seeds = list(range(first, first + n_episodes))
+        python, compiled = (_search(model, seeds, loop, **settings) for loop in (False, True))
+        trees = (python.tree, compiled.tree)
+        assert compiled.episodes == python.episodes
+        for name in ("nodes", "regions"):
+            want, got = getattr(python.tree, name), getattr(compiled.tree, name)
+            size = int(want.count[0])
+            assert int(got.count[0]) == size
+            for column, a, b in zip(want._fields, want, got):
+                np.testing.assert_array_equal(b[:size], a[:size], err_msg=f"{name}.{column}")
+        size = python.tree.nodes.size
+        assert size > 50 * n_episodes, "the searches were too short to compare"
+        rows = [[None if s is None else s & ROW for s in (tree.snapshots[i] for i in range(size))] for tree in trees]
+        assert rows[1] == rows[0]  # snapshots are (reset generation << 32) | row: the same rows of the store
+        for i in range(size):
+            want, got = python.tree.obs[i], compiled.tree.obs[i]
+            np.testing.assert_array_equal(got["image"], want["image"])
+            assert int(got["direction"]) == int(want["direction"])
+
+
+def test_the_compiled_loop_reports_every_iteration_and_stops_where_asked() -> None:
+    """``on_iteration`` sees the Python loop's sequence of interactions per iteration; returning False at the 37th call
+    stops the search there (no 38th call) and marks the result stopped."""
+    env_id, max_steps, settings = SETTINGS["n6-astar"]
+    model = _model(env_id, max_steps, heuristic=True)
+    seen: dict[bool, list[int]] = {False: [], True: []}
+    for loop in (False, True):
+        result = _search(model, [5, 6, 7], loop, on_iteration=lambda k, loop=loop: seen[loop].append(k) is None, **settings)
+        assert not result.stopped
+    assert seen[True] == seen[False]
+    assert len(seen[True]) > 300 and max(seen[True]) == 3
+    calls: list[int] = []
+    result = _search(model, [5, 6, 7], True, on_iteration=lambda k: (calls.append(k) or len(calls) < 37), **settings)
+    assert result.stopped and len(calls) == 37
+
+
+def test_the_observation_table_gives_one_id_per_distinct_row() -> None:
+    """Rows with many repeats and hash-slot collisions, added in chunks with the table grown in between, get the ids a
+    dictionary of first appearances gives."""
+    rng = np.random.default_rng(0)
+    distinct = rng.integers(0, 3, size=(3000, 5), dtype=np.uint8)  # 243 possible rows: many repeats
+    table = ObsTable.empty(width=5, n_actions=2, capacity=16)
+    want: dict[bytes, int] = {}
+    got: list[int] = []
+    for chunk in np.array_split(distinct, 37):
+        table = table.reserve(len(chunk))
+        got.extend(add_observations(table, chunk).tolist())
+    expected = [want.setdefault(row.tobytes(), len(want)) for row in distinct]
+    assert got == expected
+    assert int(table.count[0]) == len(want)
+    np.testing.assert_array_equal(table.rows[: len(want)], np.array([np.frombuffer(k, np.uint8) for k in want]))
+
+
+def _shipped_n6(**changes: Any) -> DirPG:
+    env = make_minigrid_env("MiniGrid-MultiRoom-N6-v0", max_steps=100)
+    return DirPG(
+        "MultiInputPolicy", env, seed=0, learning_rate=1e-3, search_budget=2900, priority="astar", alpha=0.2,
+        heuristic=MultiRoomBound.for_env(env), early_stop=False, stop_on_success=True, batch_episodes=1, gamma=0.999,
+        policy_kwargs=POLICY_KWARGS, device="cpu", **changes,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("lookahead", [1, 16])
+def test_dirpg_learns_the_same_parameters_with_the_compiled_loop(lookahead: int) -> None:
+    """The shipped N6 setting (one map per update, with and without searching ahead) learns bit-identical parameters
+    with the compiled loop and with the Python loop, and they did change."""
+    models = {loop: _shipped_n6(compiled_loop=loop, lookahead=lookahead) for loop in (False, True)}
+    start = [p.detach().clone() for p in models[True].policy.parameters()]
+    for model in models.values():
+        model.learn(15_000)
+    assert models[True].num_timesteps == models[False].num_timesteps
+    params = {loop: list(model.policy.parameters()) for loop, model in models.items()}
+    assert not all(th.equal(a, b) for a, b in zip(start, params[True])), "no update happened: the comparison is empty"
+    for a, b in zip(params[False], params[True]):
+        assert th.equal(a, b)
