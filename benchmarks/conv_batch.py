@@ -1,8 +1,9 @@
 """``python -m benchmarks.conv_batch``: the cost of one forward of the MiniGrid CNN's convolutions by batch size.
 
-torch's CPU ``conv2d`` is measured against the same convolutions written as patches and one matrix product
-(``im2col``), on 7x7x3 views, with one torch thread and no autograd, interleaved over rounds (medians). Both give the
-same features up to float rounding (the largest difference is printed).
+torch's CPU ``conv2d`` (oneDNN's kernels, torch's default) is measured against the same with oneDNN off (torch's own
+kernels, which the search's forwards of fewer than 8 rows use) and the same convolutions written as patches and one
+matrix product (``im2col``), on 7x7x3 views, with one torch thread and no autograd, interleaved over rounds (medians).
+All give the same features up to float rounding (the largest difference is printed).
 """
 
 from __future__ import annotations
@@ -40,6 +41,20 @@ def im2col_forward(cnn: th.nn.Sequential, x: th.Tensor) -> th.Tensor:
     return im2col_conv(F.relu(im2col_conv(x, conv2)), conv3).flatten(1)
 
 
+def without_onednn(forward: object) -> object:
+    """:param forward: a function of one tensor
+    :return: the same function run with torch's own CPU kernels (oneDNN off, as the search's small forwards run)"""
+
+    def run(x: th.Tensor) -> th.Tensor:
+        th.backends.mkldnn.enabled = False
+        try:
+            return forward(x)  # type: ignore[operator]
+        finally:
+            th.backends.mkldnn.enabled = True
+
+    return run
+
+
 def per_call_us(forward: object, x: th.Tensor, calls: int) -> float:
     """:param forward: the function
     :param x: its input
@@ -57,7 +72,7 @@ def main(argv: list[str] | None = None) -> dict[int, dict[str, float]]:
     """:param argv: command-line arguments
     :return: per batch size, the median microseconds per call of each way and their largest difference"""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--batches", type=int, nargs="+", default=[1, 2, 4, 16, 64])
+    parser.add_argument("--batches", type=int, nargs="+", default=[1, 2, 4, 8, 16, 64])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--calls", type=int, default=500)
     args = parser.parse_args(argv)
@@ -65,18 +80,19 @@ def main(argv: list[str] | None = None) -> dict[int, dict[str, float]]:
     space = spaces.Dict(image=spaces.Box(0, 10, (7, 7, 3), np.uint8), direction=spaces.Discrete(4))
     cnn = MiniGridCNN(space).cnn
     results = {}
-    print(f"{'batch':>5s} {'conv2d us':>10s} {'im2col us':>10s} {'max diff':>9s}")
+    print(f"{'batch':>5s} {'conv2d us':>10s} {'no oneDNN us':>13s} {'im2col us':>10s} {'max diff':>9s}")
     with th.inference_mode():
         for batch in args.batches:
             x = th.randint(0, 10, (batch, 3, 7, 7), generator=th.Generator().manual_seed(batch)).float()
-            ways = {"conv2d": cnn, "im2col": lambda images: im2col_forward(cnn, images)}
+            ways = {"conv2d": cnn, "no_onednn": without_onednn(cnn), "im2col": lambda images: im2col_forward(cnn, images)}
             times: dict[str, list[float]] = {name: [] for name in ways}
             for _ in range(args.rounds):
                 for name, forward in ways.items():
                     times[name].append(per_call_us(forward, x, args.calls))
-            diff = float((cnn(x) - im2col_forward(cnn, x)).abs().max())
+            diff = max(float((cnn(x) - other(x)).abs().max()) for other in (without_onednn(cnn), ways["im2col"]))
             results[batch] = {name: statistics.median(values) for name, values in times.items()} | {"max_diff": diff}
-            print(f"{batch:5d} {results[batch]['conv2d']:10.1f} {results[batch]['im2col']:10.1f} {diff:9.1e}")
+            row = results[batch]
+            print(f"{batch:5d} {row['conv2d']:10.1f} {row['no_onednn']:13.1f} {row['im2col']:10.1f} {diff:9.1e}")
     return results
 
 

@@ -13,7 +13,7 @@ from minigrid.minigrid_env import MiniGridEnv
 
 from sb3_dirpg.envs import FastObservation, make_minigrid_env
 from sb3_dirpg.envs.minigrid.compiled_kernels import visibility
-from sb3_dirpg.envs.minigrid.fast_obs import encode_view, fast_observation_class, front_cell
+from sb3_dirpg.envs.minigrid.fast_obs import encode_cells, encode_view, fast_observation_class, front_cell
 from sb3_dirpg.simulator import SimulatorWrapper
 
 # doors (open, closed, locked), keys carried and dropped, boxes, balls, lava, moving obstacles, outside-the-grid views
@@ -169,3 +169,20 @@ def test_envs_with_their_own_observation_code_keep_it() -> None:
 def test_fast_observation_refuses_an_env_that_is_not_minigrid() -> None:
     with pytest.raises(ValueError, match="FastObservation needs a MiniGrid env"):
         FastObservation(gym.make("CartPole-v1"))
+
+
+@pytest.mark.parametrize(
+    "env_id",
+    ["MiniGrid-MultiRoom-N6-v0", "MiniGrid-KeyCorridorS3R1-v0", "MiniGrid-ObstructedMaze-2Dlh-v0", "MiniGrid-LavaGapS7-v0",
+     "MiniGrid-PutNear-6x6-N2-v0", "MiniGrid-BlockedUnlockPickup-v0"],
+)  # fmt: skip
+def test_encode_cells_equals_minigrids_grid_encode(env_id: str) -> None:
+    """The whole grid's codes equal MiniGrid's ``grid.encode()`` (transposed) on fresh layouts and after doors were
+    opened and objects picked up by random play (boxes, locked doors, keys, balls, lava, goals)."""
+    env = gym.make(env_id).unwrapped
+    rng = np.random.default_rng(0)
+    for seed in range(12):
+        env.reset(seed=seed)
+        for _ in range(40 * (seed % 3)):
+            env.step(int(rng.integers(env.action_space.n)))
+        np.testing.assert_array_equal(encode_cells(env.grid), env.grid.encode().transpose(1, 0, 2))

@@ -14,6 +14,10 @@ from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper, VecTranspose
 from sb3_dirpg.common.policies import DirPGPolicy
 from sb3_dirpg.search.protocols import PolicyFunction
 
+#: below this batch size a search forward runs torch's own CPU kernels instead of oneDNN's, whose convolutions cost
+#: 3-4 times as much at batches of 2 to 4 (``python -m benchmarks.conv_batch``); the results agree up to float rounding
+ONEDNN_MIN_BATCH = 8
+
 
 def stack_observations(obs: Sequence[Any], space: spaces.Space) -> np.ndarray | dict[str, np.ndarray]:
     """Stack single observations into a batch the way a ``VecEnv`` would.
@@ -88,8 +92,15 @@ class BatchedPolicy:
         :param masks: legal actions (the search applies them)
         :return: action logits, shape (n, n_actions)
         """
-        with th.inference_mode():  # no autograd bookkeeping at all: the logits leave torch at once
-            return self.policy.action_logits(self.to_tensor(obs)).cpu().numpy()
+        small = len(obs) < ONEDNN_MIN_BATCH and self.policy.device.type == "cpu" and th.backends.mkldnn.enabled
+        if small:
+            th.backends.mkldnn.enabled = False
+        try:
+            with th.inference_mode():  # no autograd bookkeeping at all: the logits leave torch at once
+                return self.policy.action_logits(self.to_tensor(obs)).cpu().numpy()
+        finally:
+            if small:
+                th.backends.mkldnn.enabled = True
 
     def search_function(self) -> PolicyFunction:
         """The policy function for one search (the policy is fixed during a search).

@@ -28,7 +28,7 @@ from sb3_dirpg.common.vec_simulator import VecSimulator
 from sb3_dirpg.envs.minigrid import compiled_kernels as kernels
 from sb3_dirpg.envs.minigrid.bound import MultiRoomBound
 from sb3_dirpg.envs.minigrid.compiled_search import search_iterations
-from sb3_dirpg.envs.minigrid.fast_obs import FastObservation, fast_gen_obs
+from sb3_dirpg.envs.minigrid.fast_obs import FastObservation, encode_cells, fast_gen_obs
 from sb3_dirpg.envs.minigrid.wrappers import DirectionImageObs, MiniGridShapedReward
 from sb3_dirpg.search import fused
 from sb3_dirpg.search.protocols import Heuristic, Transitions
@@ -217,7 +217,7 @@ class CompiledMiniGridSimulator(VecSimulator):
         width = self._rules.width
         if grid.width != width or grid.height != self._rules.height:
             return None
-        cells = grid.encode().transpose(1, 0, 2)  # cell (x, y) at [y, x]
+        cells = encode_cells(grid)  # cell (x, y) at [y, x]
         if not set(np.unique(cells[..., 0]).tolist()) <= SUPPORTED_OBJECTS:
             return None
         carried = base.carrying.encode() if base.carrying is not None else (0, 0, 0)
