@@ -80,38 +80,47 @@ class BatchedPolicy:
         subspaces = observation_space.spaces.values() if isinstance(observation_space, spaces.Dict) else [observation_space]
         self.integer_observations = all(np.issubdtype(sub.dtype, np.integer) for sub in subspaces)
 
-    def to_tensor(self, obs: list[Any]) -> th.Tensor | dict[str, th.Tensor]:
+    def to_tensor(self, obs: list[Any], device: th.device | None = None) -> th.Tensor | dict[str, th.Tensor]:
         """:param obs: raw observations
+        :param device: the policy's device (None: look it up)
         :return: the batch as the policy sees it"""
-        return obs_as_tensor(self.transform(stack_observations(obs, self.observation_space)), self.policy.device)
+        device = self.policy.device if device is None else device
+        return obs_as_tensor(self.transform(stack_observations(obs, self.observation_space)), device)
 
-    def logits(self, obs: list[Any], masks: np.ndarray) -> np.ndarray:
+    def logits(self, obs: list[Any], masks: np.ndarray, device: th.device | None = None) -> np.ndarray:
         """One batched forward without gradients.
 
         :param obs: raw observations
         :param masks: legal actions (the search applies them)
+        :param device: the policy's device (None: look it up; SB3 finds it by walking the parameters)
         :return: action logits, shape (n, n_actions)
         """
-        small = len(obs) < ONEDNN_MIN_BATCH and self.policy.device.type == "cpu" and th.backends.mkldnn.enabled
+        device = self.policy.device if device is None else device
+        small = len(obs) < ONEDNN_MIN_BATCH and device.type == "cpu" and th.backends.mkldnn.enabled
         if small:
             th.backends.mkldnn.enabled = False
         try:
             with th.inference_mode():  # no autograd bookkeeping at all: the logits leave torch at once
-                return self.policy.action_logits(self.to_tensor(obs)).cpu().numpy()
+                return self.policy.action_logits(self.to_tensor(obs, device)).cpu().numpy()
         finally:
             if small:
                 th.backends.mkldnn.enabled = True
 
     def search_function(self) -> PolicyFunction:
-        """The policy function for one search (the policy is fixed during a search).
+        """The policy function for one search (the policy is fixed during a search, on the device it has now).
 
         With integer-valued observations (MiniGrid views, one-hot or discrete states), identical observations recur
         often in a search tree, so logits are memoised by observation bytes and only unseen observations are forwarded.
 
         :return: a function from raw observations and masks to logits
         """
+        device = self.policy.device
+
+        def forward(obs: list[Any], masks: np.ndarray) -> np.ndarray:
+            return self.logits(obs, masks, device)
+
         if not self.integer_observations:
-            return self.logits
+            return forward
         cache: dict[Any, np.ndarray] = {}
         if isinstance(self.observation_space, spaces.Dict):
 
@@ -130,7 +139,7 @@ class BatchedPolicy:
                     todo[k] = i
             if todo:
                 rows = list(todo.values())
-                cache.update(zip(todo.keys(), self.logits([obs[i] for i in rows], masks[rows])))
+                cache.update(zip(todo.keys(), forward([obs[i] for i in rows], masks[rows])))
             return np.stack([cache[k] for k in keys])
 
         return memoised

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any, NamedTuple, TypeVar
 
 import numpy as np
+from numba import njit
 
 _Columns = TypeVar("_Columns", "Nodes", "Regions")
 
@@ -100,6 +101,24 @@ class Regions(NamedTuple):
     def size(self) -> int:
         """:return: the number of regions"""
         return int(self.count[0])
+
+
+@njit(cache=True)
+def _path(parent: np.ndarray, leaf: int) -> np.ndarray:
+    """:param parent: each node's parent, -1 at a root
+    :param leaf: a node id
+    :return: the node ids from the root to ``leaf``"""
+    depth = 0
+    node = leaf
+    while parent[node] >= 0:
+        node = parent[node]
+        depth += 1
+    out = np.empty(depth + 1, np.int64)
+    node = leaf
+    for i in range(depth, -1, -1):
+        out[i] = node
+        node = parent[node]
+    return out
 
 
 def _reserve(columns: _Columns, n: int) -> _Columns:
@@ -197,11 +216,7 @@ class SearchTree:
         :param leaf: a node id
         :return: the path
         """
-        out = [leaf]
-        parent = self.nodes.parent
-        while parent[out[-1]] >= 0:
-            out.append(int(parent[out[-1]]))
-        return out[::-1]
+        return _path(self.nodes.parent, int(leaf)).tolist()
 
     def undiscounted_return(self, leaf: int) -> float:
         """:param leaf: a node id
