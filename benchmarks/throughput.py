@@ -179,7 +179,9 @@ def profile_interaction(work: Workload, batch: int, n: int, backend: str = "auto
     """Where one interaction's time goes, in µs: simulator step, clone, heuristic, policy forward, update, the rest.
 
     With the compiled simulator, "compiled step" is the one compiled call that steps, observes, stores the states
-    reached (the snapshot) and bounds them, and "simulator glue" the Python around it.
+    reached (the snapshot) and bounds them, and "simulator glue" the Python around it. The profile runs the search's
+    Python loop with torch forwards (``compiled_loop=False``, no compiled forward), whose parts can be timed apart; the
+    compiled loop runs them in one call.
 
     :param backend: the ``simulator_backend``
     :return: µs per interaction for each part
@@ -187,17 +189,21 @@ def profile_interaction(work: Workload, batch: int, n: int, backend: str = "auto
     totals: collections.Counter = collections.Counter()
 
     class TimedBatchedPolicy(BatchedPolicy):
-        def logits(self, obs: list[Any], masks: np.ndarray) -> np.ndarray:
+        def compiled_forward(self) -> None:
+            """:return: None: the forwards run in torch, where they can be timed"""
+            return None
+
+        def logits(self, obs: list[Any], masks: np.ndarray, device: Any = None) -> np.ndarray:
             """:return: the logits, timing the forward"""
             start = time.perf_counter()
-            out = super().logits(obs, masks)
+            out = super().logits(obs, masks, device)
             totals["policy forward"] += time.perf_counter() - start
             return out
 
     class ProfiledDirPG(DirPG):
         batched_policy_class = TimedBatchedPolicy
 
-    model = make_dirpg(work, batch, cls=ProfiledDirPG, simulator_backend=backend)
+    model = make_dirpg(work, batch, cls=ProfiledDirPG, simulator_backend=backend, compiled_loop=False)
     model.simulator.ensure_simulators(batch)
 
     def timed(obj: Any, name: str, key: str) -> None:

@@ -131,3 +131,51 @@ def test_dirpg_learns_the_same_parameters_with_the_compiled_loop(lookahead: int)
     assert not all(th.equal(a, b) for a, b in zip(start, params[True])), "no update happened: the comparison is empty"
     for a, b in zip(params[False], params[True]):
         assert th.equal(a, b)
+
+
+def test_the_compiled_forward_gives_the_torch_logits_on_minigrid_views() -> None:
+    """On the views of 64 N6 maps, with the policy's weights scaled up so that the logits spread over tens of nats, the
+    compiled forward gives the torch forward's logits to float32 rounding, and the search's policy function uses it."""
+    model = _shipped_n6()
+    with th.no_grad():
+        for p in model.policy.parameters():
+            p.mul_(8.0)
+    batched = model.batched_policy
+    compiled = batched.compiled_forward()
+    assert compiled is not None
+    model.simulator.ensure_simulators(64)
+    obs = model.simulator.reset(list(range(64))).obs
+    want = batched.logits(obs, np.ones((64, 7), dtype=bool))
+    assert np.ptp(want) > 5.0, "the logits are too flat to compare"
+    np.testing.assert_allclose(compiled.logits(obs), want, rtol=1e-5, atol=1e-5 * np.abs(want).max())
+    function = model.search_policy_function()
+    assert function.compiled_weights[0] == "minigrid_cnn"
+    np.testing.assert_array_equal(function(obs, np.ones((64, 7), dtype=bool)), compiled.logits(obs))
+
+
+def test_a_policy_the_compiled_forward_does_not_cover_is_forwarded_by_torch() -> None:
+    """A hidden layer after the CNN is not covered: the policy function forwards with torch, has no compiled weights,
+    and the search loops still agree."""
+    env = make_minigrid_env("MiniGrid-MultiRoom-N2-S4-v0", max_steps=40)
+    kwargs = dict(POLICY_KWARGS, net_arch=[16])
+    model = DirPG("MultiInputPolicy", env, seed=3, policy_kwargs=kwargs, device="cpu")
+    assert model.batched_policy.compiled_forward() is None
+    assert model.search_policy_function().compiled_weights is None
+    python, compiled = (_search(model, [0, 1], loop, budget=300, early_stop=False) for loop in (False, True))
+    assert compiled.episodes == python.episodes
+
+
+def test_a_compiled_forward_that_disagrees_with_torch_is_not_used(monkeypatch: Any) -> None:
+    """The check against torch refuses a compiled forward that computes something else (here: the direction read from
+    the wrong byte), and the search then forwards with torch."""
+    from sb3_dirpg.envs.minigrid import cnn_kernels
+
+    original = cnn_kernels.CompiledForward.logits
+
+    def shifted(self: Any, obs: list[dict[str, Any]]) -> np.ndarray:
+        return original(self, [dict(o, direction=(int(o["direction"]) + 1) % 4) for o in obs])
+
+    monkeypatch.setattr(cnn_kernels.CompiledForward, "logits", shifted)
+    model = _shipped_n6()
+    assert model.batched_policy.compiled_forward() is None
+    assert model.search_policy_function().compiled_weights is None

@@ -79,6 +79,41 @@ class BatchedPolicy:
         self.transform = transform
         subspaces = observation_space.spaces.values() if isinstance(observation_space, spaces.Dict) else [observation_space]
         self.integer_observations = all(np.issubdtype(sub.dtype, np.integer) for sub in subspaces)
+        self._compiled_agrees: bool | None = None  # whether the extractor's compiled forward was checked, and agreed
+
+    def compiled_forward(self) -> Any:
+        """The features extractor's forward in compiled code, if it offers one for this policy (its
+        ``compiled_forward(policy_net, action_net, normalize_images)`` hook, e.g.
+        :meth:`~sb3_dirpg.envs.minigrid.MiniGridCNN.compiled_forward`), with the policy's current weights. The first
+        time, it is checked against the torch forward on random observations of the raw space; it is used only if it
+        agrees to float32 rounding.
+
+        :return: an object with ``weights`` and ``logits(obs)``, or None
+        """
+        if self._compiled_agrees is False:
+            return None
+        hook = getattr(self.policy.features_extractor, "compiled_forward", None)
+        forward = None
+        if hook is not None:
+            forward = hook(self.policy.mlp_extractor.policy_net, self.policy.action_net, self.policy.normalize_images)
+        if forward is not None and self._compiled_agrees is None:
+            self._compiled_agrees = self._agrees(forward)
+        return forward if self._compiled_agrees else None
+
+    def _agrees(self, forward: Any) -> bool:
+        """:param forward: a compiled forward
+        :return: whether it gives the torch forward's logits on 16 random observations of the raw space (up to float32
+            rounding)"""
+        space = self.observation_space
+        space.seed(0)
+        obs = [space.sample() for _ in range(16)]
+        try:
+            got = forward.logits(obs)
+        except (KeyError, IndexError, TypeError, ValueError):
+            return False
+        want = self.logits(obs, np.ones((len(obs), got.shape[1]), dtype=bool))
+        scale = max(1.0, float(np.abs(want).max()))
+        return got.shape == want.shape and bool(np.allclose(got, want, rtol=1e-4, atol=1e-4 * scale))
 
     def to_tensor(self, obs: list[Any], device: th.device | None = None) -> th.Tensor | dict[str, th.Tensor]:
         """:param obs: raw observations
@@ -111,13 +146,16 @@ class BatchedPolicy:
 
         With integer-valued observations (MiniGrid views, one-hot or discrete states), identical observations recur
         often in a search tree, so logits are memoised by observation bytes and only unseen observations are forwarded.
+        Where the features extractor has a compiled forward (:meth:`compiled_forward`), the forwards run in it, and the
+        function's ``compiled_weights`` hand its weights to a compiled search loop (None otherwise).
 
         :return: a function from raw observations and masks to logits
         """
         device = self.policy.device
+        compiled = self.compiled_forward()
 
         def forward(obs: list[Any], masks: np.ndarray) -> np.ndarray:
-            return self.logits(obs, masks, device)
+            return self.logits(obs, masks, device) if compiled is None else compiled.logits(obs)
 
         if not self.integer_observations:
             return forward
@@ -142,4 +180,5 @@ class BatchedPolicy:
                 cache.update(zip(todo.keys(), forward([obs[i] for i in rows], masks[rows])))
             return np.stack([cache[k] for k in keys])
 
+        memoised.compiled_weights = None if compiled is None else compiled.weights  # type: ignore[attr-defined]
         return memoised

@@ -71,8 +71,9 @@ class CompiledSearchSimulator(BatchSimulator, Protocol):
         :return: the observations they hold"""
 
     def search_iterations(
-        self, search: tuple, pending: tuple, has_pending: bool, max_iterations: int, counts: np.ndarray
-    ) -> tuple[int, int, tuple, np.ndarray, int]:
+        self, search: tuple, pending: tuple, has_pending: bool, max_iterations: int, counts: np.ndarray,
+        policy_weights: tuple | None = None,
+    ) -> tuple[int, int, tuple, np.ndarray, int]:  # fmt: skip
         """Run up to ``max_iterations`` lockstep iterations of a search in compiled code (see
         :func:`sb3_dirpg.envs.minigrid.compiled_search.search_iterations` for the arguments and the result).
 
@@ -81,13 +82,19 @@ class CompiledSearchSimulator(BatchSimulator, Protocol):
         :param has_pending: whether to expand them
         :param max_iterations: the most iterations
         :param counts: out: the interactions of each iteration
+        :param policy_weights: the policy function's ``compiled_weights`` (an architecture name, then arrays), which
+            the simulator may evaluate itself instead of returning ``MISS``; None: forward in Python
         :return: why it returned, the iterations run, the last popped regions, the observations to forward, the first
             node the last iteration added
         """
 
 
 class PolicyFunction(Protocol):
-    """Maps a batch of observations (and their legal-action masks) to action logits, shape (n, n_actions)."""
+    """Maps a batch of observations (and their legal-action masks) to action logits, shape (n, n_actions).
+
+    It may carry ``compiled_weights``: an architecture name and the weights of the network it evaluates, which a
+    :class:`CompiledSearchSimulator` that knows the architecture evaluates itself, with the same results.
+    """
 
     def __call__(self, obs: list[Any], masks: np.ndarray) -> np.ndarray:
         """:param obs: observations

@@ -181,6 +181,7 @@ class TopDownSearch:
         counts = np.empty(COMPILED_ITERATIONS, np.int64)
         params = tuple(self._params)
         pending, has_pending = _NO_POPPED, False
+        policy_weights = getattr(self.policy_fn, "compiled_weights", None)
         while True:
             tree.reserve(nodes=n * COMPILED_ITERATIONS, regions=2 * n * COMPILED_ITERATIONS)
             state.reserve_queues(2 * COMPILED_ITERATIONS)
@@ -192,7 +193,7 @@ class TopDownSearch:
                 tuple(state.noise), tuple(table), node_obs, node_snapshot,
             )  # fmt: skip
             status, n_iterations, popped, misses, start = sim.search_iterations(
-                search, tuple(pending), has_pending, COMPILED_ITERATIONS, counts
+                search, tuple(pending), has_pending, COMPILED_ITERATIONS, counts, policy_weights
             )
             pending, has_pending = _NO_POPPED, False
             if on_iteration is not None:

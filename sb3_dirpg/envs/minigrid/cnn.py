@@ -8,6 +8,8 @@ from gymnasium import spaces
 from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
 from torch import nn
 
+from sb3_dirpg.envs.minigrid.cnn_kernels import ARCHITECTURE, VIEW, CompiledForward, conv_taps
+
 
 class MiniGridCNN(BaseFeaturesExtractor):
     """The DirPG paper's MiniGrid network: conv 3→32→48→64 on the 7×7 egocentric view, concatenated with the
@@ -62,3 +64,26 @@ class MiniGridCNN(BaseFeaturesExtractor):
         if self.n_mission:
             features = th.cat([features, observations["mission"].float().reshape(features.shape[0], -1)], dim=1)
         return features
+
+    def compiled_forward(self, policy_net: nn.Module, action_net: nn.Module, normalize_images: bool) -> CompiledForward | None:
+        """The search's hook for a forward in compiled code (:mod:`~sb3_dirpg.envs.minigrid.cnn_kernels`): this network
+        with no hidden layer after it and a linear action head, on CPU, copied as it is now.
+
+        :param policy_net: the policy's hidden layers (``mlp_extractor.policy_net``)
+        :param action_net: the action head
+        :param normalize_images: whether the policy divides images by 255 (not supported)
+        :return: the copied weights, or None where the compiled forward does not apply
+        """
+        image_shape = self._observation_space["image"].shape
+        plain_head = isinstance(action_net, nn.Linear) and isinstance(policy_net, nn.Sequential) and len(policy_net) == 0
+        square = image_shape in ((VIEW, VIEW, 3), (3, VIEW, VIEW))
+        if normalize_images or self.n_mission or self.n_direction != 4 or not plain_head or not square:
+            return None
+        conv1, _, _, conv2, _, conv3, _ = self.cnn
+        if conv1.weight.device.type != "cpu":
+            return None
+        with th.no_grad():
+            taps = [conv_taps(conv.weight.numpy()) for conv in (conv1, conv2, conv3)]
+            biases = [conv.bias.numpy().astype(np.float32) for conv in (conv1, conv2, conv3)]
+            head = np.ascontiguousarray(action_net.weight.numpy(), np.float32), action_net.bias.numpy().astype(np.float32)
+        return CompiledForward((ARCHITECTURE, taps[0], biases[0], taps[1], biases[1], taps[2], biases[2], *head))

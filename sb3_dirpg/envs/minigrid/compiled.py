@@ -25,6 +25,7 @@ from minigrid.minigrid_env import MiniGridEnv
 
 from sb3_dirpg.common.simulator_backends import register_compiled_simulator
 from sb3_dirpg.common.vec_simulator import VecSimulator
+from sb3_dirpg.envs.minigrid import cnn_kernels
 from sb3_dirpg.envs.minigrid import compiled_kernels as kernels
 from sb3_dirpg.envs.minigrid.bound import MultiRoomBound
 from sb3_dirpg.envs.minigrid.compiled_search import search_iterations
@@ -35,6 +36,7 @@ from sb3_dirpg.search.protocols import Heuristic, Transitions
 from sb3_dirpg.simulator import SimulatorWrapper
 from sb3_dirpg.simulator.unwrap import wrapper_layers
 
+_NO_WEIGHTS = tuple(np.zeros((0,) * (2 - i % 2), np.float32) for i in range(8))  # no compiled policy: the loop returns MISS
 #: object types the compiled step supports (MiniGrid's OBJECT_TO_IDX): empty, wall, floor, door, key, ball, goal, lava
 SUPPORTED_OBJECTS = frozenset({1, 2, 3, 4, 5, 6, 8, 9})
 #: the MiniGrid releases on which the compiled step gave the env's transitions (``tests/test_compiled_minigrid.py``);
@@ -164,8 +166,9 @@ class CompiledMiniGridSimulator(VecSimulator):
         return [{"image": row[:-1].reshape(view, view, 3), "direction": int(row[-1])} for row in rows]
 
     def search_iterations(
-        self, search: tuple, pending: tuple, has_pending: bool, max_iterations: int, counts: np.ndarray
-    ) -> tuple[int, int, tuple, np.ndarray, int]:
+        self, search: tuple, pending: tuple, has_pending: bool, max_iterations: int, counts: np.ndarray,
+        policy_weights: tuple | None = None,
+    ) -> tuple[int, int, tuple, np.ndarray, int]:  # fmt: skip
         """Run up to ``max_iterations`` lockstep iterations of a search on the arrays
         (:func:`~sb3_dirpg.envs.minigrid.compiled_search.search_iterations`, with room reserved in the store).
 
@@ -174,9 +177,12 @@ class CompiledMiniGridSimulator(VecSimulator):
         :param has_pending: whether to expand them
         :param max_iterations: the most iterations
         :param counts: out: the interactions of each iteration
+        :param policy_weights: a policy function's ``compiled_weights``: those of
+            :mod:`~sb3_dirpg.envs.minigrid.cnn_kernels` are evaluated in the loop (on a 7x7 view)
         :return: why it returned, the iterations run, the last popped regions, the observations to forward, the first
             node the last iteration added
         """
+        own_forward = policy_weights is not None and policy_weights[0] == cnn_kernels.ARCHITECTURE and self._view == 7
         rows = len(self._episodes.max_steps) * max_iterations
         used = self._store.used
         self._reserve_store(int(used[0]) + rows, int(used[1]) + rows)
@@ -184,7 +190,8 @@ class CompiledMiniGridSimulator(VecSimulator):
             tuple(self._store), tuple(self._rules), tuple(self._episodes), tuple(self._bound_params), self._generation,
             self._view, self.n_actions, self.heuristic is not None,
         )  # fmt: skip
-        result = search_iterations(search, sim, pending, has_pending, max_iterations, counts)
+        policy = policy_weights[1:] if own_forward else _NO_WEIGHTS
+        result = search_iterations(search, sim, pending, has_pending, max_iterations, counts, policy, own_forward)
         if result[0] == fused.ENDS:
             self.reports_success = True  # MiniGridShapedReward reports success on every episode end
         return result

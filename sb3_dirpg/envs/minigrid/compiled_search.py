@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from sb3_dirpg.envs.minigrid.cnn_kernels import cnn_logits
 from sb3_dirpg.envs.minigrid.compiled_kernels import GENERATION_SHIFT, step_states
 from sb3_dirpg.search import fused
 from sb3_dirpg.search.fused import ObsTable
@@ -21,8 +22,9 @@ from sb3_dirpg.search.state import Popped
 
 @njit(cache=True)
 def search_iterations(
-    search: tuple, sim: tuple, pending: tuple, has_pending: bool, max_iterations: int, counts: np.ndarray
-) -> tuple[int, int, tuple, np.ndarray, int]:
+    search: tuple, sim: tuple, pending: tuple, has_pending: bool, max_iterations: int, counts: np.ndarray, policy: tuple,
+    own_forward: bool,
+) -> tuple[int, int, tuple, np.ndarray, int]:  # fmt: skip
     """Run lockstep iterations until the search needs Python, at most ``max_iterations``.
 
     :param search: the search's records as plain tuples: ``(params, nodes, regions, progress, queues, noise, table,
@@ -33,6 +35,8 @@ def search_iterations(
     :param has_pending: whether to expand ``pending`` before popping
     :param max_iterations: the most iterations to run
     :param counts: out: the interactions of each iteration run, int64, shape (max_iterations,)
+    :param policy: the weights of :func:`~sb3_dirpg.envs.minigrid.cnn_kernels.cnn_logits`, with ``own_forward``
+    :param own_forward: evaluate the policy here at the observations it has not seen, instead of returning ``MISS``
     :return: why it returned (:data:`~sb3_dirpg.search.fused.MISS`, ``ENDS``, ``DONE_ALL``, ``LIMIT``, ``REFILL``,
         ``STALE`` or ``EMPTY_MASK``), the iterations run, the popped regions of the last iteration, the observations
         to forward (``MISS``), and the first node the last iteration added (``ENDS``)
@@ -50,6 +54,10 @@ def search_iterations(
             has_pending = False
         else:
             status, popped, misses = fused.begin_iteration(params, nodes, regions, progress, queues, noise, table, node_obs)
+            if status == fused.MISS and own_forward:
+                cnn_logits(table_.rows, misses, policy, table_.logits)
+                table_.has_logits[misses] = True
+                status = fused.OK
             if status != fused.OK:
                 return status, iteration, popped, misses, -1
         expanding = Popped(*popped)
