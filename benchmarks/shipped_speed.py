@@ -4,11 +4,14 @@ Every row is built from the N6 entries of ``zoo_hyperparams/dirpg.yml`` and ``re
 per update), on the compiled simulator that ``simulator_backend="auto"`` picks, and measured by ``learn``'s
 interactions per second, side by side and interleaved over rounds:
 
-* ``dirpg`` the entry as it ships (``batch_episodes: 1``, ``lookahead: 16``, the search's compiled loop);
-* ``dirpg_python_loop``: the same with one Python round trip per lockstep iteration (``compiled_loop=False``; it learns
-  exactly what the shipped entry learns);
-* ``dirpg_first_shipped``: the entry as first shipped, searching one map at a time in the Python loop (``lookahead=1``,
-  ``compiled_loop=False``; it learns the same);
+* ``dirpg`` the entry as it ships (``batch_episodes: 1``, ``lookahead: 16``, the search's compiled loop, which also
+  evaluates the network in compiled code);
+* ``dirpg_torch_forward``: the same with the search's forwards in torch (the network's compiled forward off);
+* ``dirpg_python_loop``: the shipped entry with one Python round trip per lockstep iteration (``compiled_loop=False``;
+  it learns exactly what the shipped entry learns), forwards in compiled code;
+* ``dirpg_python_torch``: the Python loop with torch forwards: the shipped entry as it was before the compiled loop;
+* ``dirpg_first_shipped``: the entry as first shipped, searching one map at a time in the Python loop with torch
+  forwards (``lookahead=1``, ``compiled_loop=False``);
 * ``dirpg_lockstep8``: the same with 8 maps searched in lockstep and one update per map (``update_per_episode``; the
   later maps are searched with a policy a few updates old);
 * ``dirpg_batch32``: 32 maps per search and one update on their mean (the throughput benchmark's row);
@@ -34,6 +37,7 @@ import yaml
 from benchmarks.common import RESULTS, write_json
 from sb3_dirpg import DirPG
 from sb3_dirpg.baselines import Reinforce
+from sb3_dirpg.common.batched_policy import BatchedPolicy
 from sb3_dirpg.envs import make_minigrid_env
 from sb3_dirpg.integrations.zoo import HYPERPARAMS_DIR, prepare_hyperparams
 
@@ -41,25 +45,41 @@ ENV_ID = "MiniGrid-MultiRoom-N6-v0"
 ZOO_ONLY = ("n_timesteps", "policy", "env_wrapper", "env_kwargs", "n_envs", "normalize")
 ROWS = {
     "dirpg": ("dirpg", {}),
+    "dirpg_torch_forward": ("dirpg_torch", {}),
     "dirpg_python_loop": ("dirpg", dict(compiled_loop=False)),
-    "dirpg_first_shipped": ("dirpg", dict(compiled_loop=False, lookahead=1)),
+    "dirpg_python_torch": ("dirpg_torch", dict(compiled_loop=False)),
+    "dirpg_first_shipped": ("dirpg_torch", dict(compiled_loop=False, lookahead=1)),
     "dirpg_lockstep8": ("dirpg", dict(batch_episodes=8, update_per_episode=True)),
     "dirpg_batch32": ("dirpg", dict(batch_episodes=32)),
     "reinforce": ("reinforce", {}),
 }
 
 
+class TorchBatchedPolicy(BatchedPolicy):
+    """The search's forwards in torch: no compiled forward."""
+
+    def compiled_forward(self) -> None:
+        """:return: None"""
+        return None
+
+
+class TorchForwardDirPG(DirPG):
+    """DirPG whose search forwards the policy in torch."""
+
+    batched_policy_class = TorchBatchedPolicy
+
+
 def shipped_model(algo: str, seed: int = 0, **changes: Any) -> DirPG | Reinforce:
-    """:param algo: ``dirpg`` or ``reinforce``
+    """:param algo: ``dirpg``, ``dirpg_torch`` (search forwards in torch) or ``reinforce``
     :param seed: the model's seed
     :param changes: settings that differ from the entry
     :return: the model of the algorithm's N6 entry, on the env the entry builds (``max_steps`` 100)"""
-    with open(HYPERPARAMS_DIR / f"{algo}.yml") as file:
+    with open(HYPERPARAMS_DIR / f"{algo.removesuffix('_torch')}.yml") as file:
         entry = yaml.load(file, Loader=yaml.UnsafeLoader)[ENV_ID]
     kwargs = {key: value for key, value in prepare_hyperparams(dict(entry)).items() if key not in ZOO_ONLY}
     kwargs.update(changes)
     env = make_minigrid_env(ENV_ID, **entry["env_kwargs"])
-    cls = DirPG if algo == "dirpg" else Reinforce
+    cls = {"dirpg": DirPG, "dirpg_torch": TorchForwardDirPG, "reinforce": Reinforce}[algo]
     return cls(entry["policy"], env, seed=seed, device="cpu", **kwargs)
 
 
