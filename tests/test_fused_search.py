@@ -134,12 +134,14 @@ def test_dirpg_learns_the_same_parameters_with_the_compiled_loop(lookahead: int)
 
 
 def test_the_compiled_forward_gives_the_torch_logits_on_minigrid_views() -> None:
-    """On the views of 64 N6 maps, with the policy's weights scaled up so that the logits spread over tens of nats, the
-    compiled forward gives the torch forward's logits to float32 rounding, and the search's policy function uses it."""
+    """On the views of 64 N6 maps, with every weight and bias perturbed (SB3 initialises biases to zero) so that the logits
+    spread over several nats, the compiled forward gives the torch forward's logits to float32 rounding, and the
+    search's policy function uses it."""
     model = _shipped_n6()
+    generator = th.Generator().manual_seed(1)
     with th.no_grad():
         for p in model.policy.parameters():
-            p.mul_(8.0)
+            p.add_(0.5 * th.randn(p.shape, generator=generator))
     batched = model.batched_policy
     compiled = batched.compiled_forward()
     assert compiled is not None

@@ -65,6 +65,20 @@ class ObservationTransform:
         return batch
 
 
+def _small_sample(space: spaces.Space, rng: np.random.Generator) -> Any:
+    """:param space: an observation space
+    :param rng: the random source
+    :return: a sample whose integer boxes hold small codes (at most 10 above their low), as MiniGrid's views do, so that
+        a check against torch is not swamped by huge activations"""
+    if isinstance(space, spaces.Dict):
+        return {key: _small_sample(sub, rng) for key, sub in space.spaces.items()}
+    if isinstance(space, spaces.Box) and np.issubdtype(space.dtype, np.integer):
+        low = np.broadcast_to(space.low, space.shape)
+        return rng.integers(low, np.minimum(space.high, low + 10), endpoint=True).astype(space.dtype)
+    space.seed(int(rng.integers(2**31)))
+    return space.sample()
+
+
 class BatchedPolicy:
     """Evaluates a :class:`~sb3_dirpg.common.policies.DirPGPolicy` on lists of raw observations.
 
@@ -85,33 +99,51 @@ class BatchedPolicy:
         """The features extractor's forward in compiled code, if it offers one for this policy (its
         ``compiled_forward(policy_net, action_net, normalize_images)`` hook, e.g.
         :meth:`~sb3_dirpg.envs.minigrid.MiniGridCNN.compiled_forward`), with the policy's current weights. The first
-        time, it is checked against the torch forward on random observations of the raw space; it is used only if it
-        agrees to float32 rounding.
+        time, it is checked against the torch forward with every parameter perturbed for the check (so that no weight or
+        bias is zero, as SB3 initialises biases) on random observations of the raw space; it is used only if it agrees
+        to float32 rounding.
 
         :return: an object with ``weights`` and ``logits(obs)``, or None
         """
         if self._compiled_agrees is False:
             return None
-        hook = getattr(self.policy.features_extractor, "compiled_forward", None)
-        forward = None
-        if hook is not None:
-            forward = hook(self.policy.mlp_extractor.policy_net, self.policy.action_net, self.policy.normalize_images)
+        forward = self._hooked_forward(self.policy)
         if forward is not None and self._compiled_agrees is None:
-            self._compiled_agrees = self._agrees(forward)
+            self._compiled_agrees = self._agrees()
         return forward if self._compiled_agrees else None
 
-    def _agrees(self, forward: Any) -> bool:
-        """:param forward: a compiled forward
-        :return: whether it gives the torch forward's logits on 16 random observations of the raw space (up to float32
-            rounding)"""
-        space = self.observation_space
-        space.seed(0)
-        obs = [space.sample() for _ in range(16)]
+    @staticmethod
+    def _hooked_forward(policy: DirPGPolicy) -> Any:
+        """:param policy: a policy
+        :return: its features extractor's compiled forward, or None"""
+        hook = getattr(policy.features_extractor, "compiled_forward", None)
+        if hook is None:
+            return None
+        return hook(policy.mlp_extractor.policy_net, policy.action_net, policy.normalize_images)
+
+    def _agrees(self) -> bool:
+        """:return: whether the compiled forward gives the torch forward's logits, with every parameter of the policy
+            perturbed for the check (and put back exactly after it), on 16 random observations of the raw space with
+            small integer codes (up to float32 rounding)"""
+        parameters = list(self.policy.parameters())
+        saved = [parameter.detach().clone() for parameter in parameters]
+        generator = th.Generator().manual_seed(0)
+        obs = [_small_sample(self.observation_space, np.random.default_rng(i)) for i in range(16)]
         try:
-            got = forward.logits(obs)
-        except (KeyError, IndexError, TypeError, ValueError):
-            return False
-        want = self.logits(obs, np.ones((len(obs), got.shape[1]), dtype=bool))
+            with th.no_grad():
+                for parameter in parameters:
+                    noise = th.randn(parameter.shape, generator=generator, dtype=parameter.dtype)
+                    parameter.add_(0.3 * noise.to(parameter.device))
+            forward = self._hooked_forward(self.policy)
+            try:
+                got = forward.logits(obs)
+            except (KeyError, IndexError, TypeError, ValueError):
+                return False
+            want = self.logits(obs, np.ones((len(obs), got.shape[1]), dtype=bool))
+        finally:
+            with th.no_grad():
+                for parameter, value in zip(parameters, saved):
+                    parameter.copy_(value)
         scale = max(1.0, float(np.abs(want).max()))
         return got.shape == want.shape and bool(np.allclose(got, want, rtol=1e-4, atol=1e-4 * scale))
 
