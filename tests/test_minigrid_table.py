@@ -145,3 +145,42 @@ def test_held_out_evaluation_leaves_ppo_training_alone(tmp_path) -> None:
     assert len(json.loads((tmp_path / "record.json").read_text())["points"]) == 3
     for a, b in zip(with_eval.policy.parameters(), without.policy.parameters()):
         assert th.equal(a, b)
+
+
+def _row(budget: float, unsolved: bool = False, **methods: list[list[list[float]]]) -> dict:
+    """A summary row: ``methods`` maps a method to one curve per seed, each run to the budget."""
+    return {"budget": budget, "unsolved": unsolved,
+            "methods": {m: {"seeds": len(c), "finished": len(c), "curves": c} for m, c in methods.items()}}  # fmt: skip
+
+
+def _curve(reach: float | None, end: float = 1e6, step: float = 1e5) -> list[list[float]]:
+    """Success 0.95 from ``reach`` on (never if None), 0.1 before, evaluated every ``step`` to ``end``."""
+    return [[x, 0.95 if reach is not None and x >= reach else 0.1, 0.0] for x in np.arange(0, end + step / 2, step)]
+
+
+def test_targets_are_judged_on_medians_within_the_budget() -> None:
+    """A tie is not faster; a baseline reaching on 1 seed of 3 does not reach; points past the budget count only for
+    the Unsolved target; PPO with DirPG's reward is asked for where rl-zoo3's PPO fails and on the Unsolved."""
+    from sb3_dirpg.experiments.minigrid_targets import judge, targets_table
+
+    summary = {
+        "tie": _row(1e6, dirpg=[_curve(1e5)] * 3, reinforce=[_curve(1e5)] * 3, ppo=[_curve(1e5)] * 3),
+        "ahead": _row(1e6, dirpg=[_curve(2e5), _curve(3e5), _curve(None)], reinforce=[_curve(4e5)] * 3,
+                      ppo=[_curve(None)] * 3, ppo_shaped=[_curve(None)]),
+        "lone_seed": _row(1e6, dirpg=[_curve(None)] * 3, reinforce=[_curve(5e5), _curve(None), _curve(None)],
+                          ppo=[_curve(None)] * 3),
+        "behind": _row(1e6, dirpg=[_curve(None)] * 3, reinforce=[_curve(5e5)] * 3, ppo=[_curve(None)] * 3),
+        "late": _row(3e6, True, dirpg=[_curve(4.5e6, 5e6, 5e5), _curve(3.5e6, 5e6, 5e5), _curve(None, 3e6)],
+                     reinforce=[_curve(None, 3e6)] * 3, ppo=[_curve(None, 3e6)]),
+    }  # fmt: skip
+    verdict = judge(summary)
+    envs = verdict["envs"]
+    assert envs["tie"]["faster"] is False and envs["ahead"]["faster"] is True
+    assert envs["lone_seed"]["baseline_reaches"] is False and envs["behind"]["dirpg_reaches"] is False
+    assert envs["late"]["dirpg_reaches"] is False and envs["late"]["unsolved_solved"] is True
+    assert verdict["reaches"] == [2, 3] and verdict["faster"] == [1, 3] and verdict["unsolved"] == [1, 1]
+    assert envs["tie"]["missing"] == [] and envs["ahead"]["missing"] == []
+    assert envs["behind"]["missing"] == ["ppo_shaped"]
+    assert envs["late"]["missing"] == ["ppo_shaped"]  # one rl-zoo3 PPO seed is enough: far from 0.9 at 1M on a 3M env
+    text = targets_table(verdict)
+    assert "2 of 3 envs (not met)" in text and "1 of 3 (not met)" in text and "1 of 1 (not met)" in text

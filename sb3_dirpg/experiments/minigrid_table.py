@@ -32,6 +32,7 @@ import yaml
 
 from sb3_dirpg.experiments.common import default_out
 from sb3_dirpg.experiments.held_out import write_json
+from sb3_dirpg.experiments.minigrid_targets import LEVEL, judge, targets_table
 
 ENVS = (
     "MiniGrid-Empty-Random-5x5-v0",
@@ -51,7 +52,6 @@ UNSOLVED = ("MiniGrid-MultiRoom-N4-S5-v0", "MiniGrid-LockedRoom-v0", "MiniGrid-O
 METHODS = ("dirpg", "reinforce", "ppo", "ppo_shaped")
 MIN_BUDGET, MAX_BUDGET = 1_000_000, 3_000_000
 POINTS = 20  # an evaluation every 5 % of the budget
-LEVEL = 0.9
 
 
 def _load_yaml(path: Path) -> dict[str, Any]:
@@ -410,7 +410,8 @@ def plot(summary: dict[str, Any]) -> Any:
 
 
 def report(runs: Path, out: Path, envs: Sequence[str], methods: Sequence[str]) -> dict[str, Any]:
-    """Write ``minigrid_table.{json,md,png}`` into ``out``.
+    """Write ``minigrid_table.{json,md,png}`` into ``out``, and the targets judged on them
+    (:mod:`~sb3_dirpg.experiments.minigrid_targets`) into ``minigrid_targets.{json,md}``.
 
     :param runs: the folder of all cells
     :param out: the results folder
@@ -422,6 +423,10 @@ def report(runs: Path, out: Path, envs: Sequence[str], methods: Sequence[str]) -
     out.mkdir(parents=True, exist_ok=True)
     write_json(out / "minigrid_table.json", summary)
     (out / "minigrid_table.md").write_text(markdown_table(summary))
+    verdict = judge({env_id: {**row, "methods": {m: v for m, v in row["methods"].items() if m in METHODS}}
+                     for env_id, row in summary.items()})  # fmt: skip
+    write_json(out / "minigrid_targets.json", verdict)
+    (out / "minigrid_targets.md").write_text(targets_table(verdict))
     if any(row["methods"] for row in summary.values()):
         plot(summary).savefig(out / "minigrid_table.png", dpi=110)
     print(markdown_table(summary))
