@@ -125,6 +125,7 @@ def test_report_reads_the_curves(tmp_path) -> None:
     assert row["to_level"] == 800_000 and row["reached"] == 2 and row["finished"] == 3
     assert row["at_zoo_budget"] == pytest.approx(0.0)  # 1e5: the point at 0
     assert row["at_end"] == pytest.approx((0.95 + 0.95 + 0.5) / 3)
+    assert row["rate"] == pytest.approx(1_000_000 / 5)  # the last point: 1M interactions in 5 s of training
     assert "not reached" not in table.markdown_table(summary)
 
 

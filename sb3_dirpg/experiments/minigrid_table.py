@@ -313,7 +313,8 @@ def summarize(runs: Path, envs: Sequence[str], methods: Sequence[str]) -> dict[s
     :param envs: the envs to report
     :param methods: the methods to report (``method@tag`` for a variant)
     :return: per env and method: seeds, median interactions to 0.9 (sampled), success at rl-zoo3's budget and at the
-        end (mean over seeds, sampled and greedy), mean wall time, and the settings"""
+        end (mean over seeds, sampled and greedy), mean wall time and training interactions per second (both without
+        the evaluations), and the settings"""
     summary: dict[str, Any] = {}
     for env_id in envs:
         budget, zoo = cell_budget(env_id), zoo_budget(env_id)
@@ -341,6 +342,8 @@ def summarize(runs: Path, envs: Sequence[str], methods: Sequence[str]) -> dict[s
                 "at_end": mean([at_interactions(r["points"], r["budget"]) for r in records]),
                 "at_end_greedy": mean([at_interactions(r["points"], r["budget"], "greedy") for r in records]),
                 "wall_s": float(np.mean([r["points"][-1]["wall_s"] for r in records if r["points"]])),
+                "rate": float(np.mean([r["points"][-1]["interactions"] / r["points"][-1]["wall_s"]
+                                       for r in records if r["points"] and r["points"][-1]["wall_s"] > 0] or [np.nan])),
                 "curves": [[[p["interactions"], p["sampled"]["success"], p["greedy"]["success"]] for p in r["points"]]
                            for r in records],  # fmt: skip
                 **(describe(env_id, method) if "@" not in method else VARIANT_SETTINGS),
@@ -364,8 +367,8 @@ def markdown_table(summary: dict[str, Any]) -> str:
     :return: the table in Markdown"""
     lines = [
         "| env | budget (rl-zoo3) | method | seeds (finished) | median interactions to 0.9 (sampled) | success at rl-zoo3 "
-        "budget | success at end, sampled / greedy | wall time | reward | observation | heuristic |",
-        "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | --- | --- | --- |",
+        "budget | success at end, sampled / greedy | wall time | interactions/s | reward | observation | heuristic |",
+        "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- | --- |",
     ]
     for env_id, row in summary.items():
         name = env_id.removeprefix("MiniGrid-").removesuffix("-v0") + (" (Unsolved)" if row["unsolved"] else "")
@@ -374,7 +377,7 @@ def markdown_table(summary: dict[str, Any]) -> str:
                 f"| {name} | {_fmt_count(row['budget'])} ({_fmt_count(row['zoo_budget'])}) | {method} | {m['seeds']} "
                 f"({m['finished']}) | {_fmt_count(m['to_level'])} ({m['reached']}/{m['seeds']}) | "
                 f"{_fmt_rate(m['at_zoo_budget'])} | {_fmt_rate(m['at_end'])} / {_fmt_rate(m['at_end_greedy'])} | "
-                f"{m['wall_s'] / 60:.1f} min | {m['reward']} | {m['observation']} | {m['heuristic']} |"
+                f"{m['wall_s'] / 60:.1f} min | {m['rate']:,.0f} | {m['reward']} | {m['observation']} | {m['heuristic']} |"
             )
     return "\n".join(lines) + "\n"
 
