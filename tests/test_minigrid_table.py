@@ -185,3 +185,17 @@ def test_targets_are_judged_on_medians_within_the_budget() -> None:
     assert envs["late"]["missing"] == ["ppo_shaped"]  # one rl-zoo3 PPO seed is enough: far from 0.9 at 1M on a 3M env
     text = targets_table(verdict)
     assert "2 of 3 envs (not met)" in text and "1 of 3 (not met)" in text and "1 of 1 (not met)" in text
+
+
+def test_an_evaluation_landing_just_past_its_mark_is_the_marks() -> None:
+    """Evaluations run at the first update past each mark: the last one of a 1M run lands at 1,000,385, say. It is
+    the run's success at 1M, and a 0.9 there counts within the budget; the next interval's evaluation does not."""
+    from sb3_dirpg.experiments.minigrid_targets import first_reach
+
+    marks = [0, 250_006, 500_120, 750_003, 1_000_385]
+    points = [{"interactions": x, "sampled": {"success": s}, "greedy": {"success": 0.0}}
+              for x, s in zip(marks, (0.0, 0.2, 0.4, 0.6, 0.95))]  # fmt: skip
+    assert table.at_interactions(points, 1_000_000) == 0.95
+    assert table.at_interactions(points, 500_000) == 0.4 and table.at_interactions(points, 600_000) == 0.4
+    curve = [[p["interactions"], p["sampled"]["success"], 0.0] for p in points]
+    assert first_reach(curve, 1_000_000) == 1_000_385 and first_reach(curve, 900_000) == float("inf")

@@ -32,7 +32,7 @@ import yaml
 
 from sb3_dirpg.experiments.common import default_out
 from sb3_dirpg.experiments.held_out import write_json
-from sb3_dirpg.experiments.minigrid_targets import LEVEL, judge, targets_table
+from sb3_dirpg.experiments.minigrid_targets import LEVEL, judge, overshoot, targets_table
 
 ENVS = (
     "MiniGrid-Empty-Random-5x5-v0",
@@ -254,10 +254,12 @@ def at_interactions(points: Sequence[dict[str, Any]], interactions: int, mode: s
     """:param points: a record's points
     :param interactions: where to read the curve
     :param mode: ``sampled`` or ``greedy``
-    :return: success of the last evaluation at or before ``interactions`` (None if the run has not got there)"""
+    :return: success of the last evaluation at or before ``interactions``, or of the one made for that mark if it landed
+        just past it (:func:`~sb3_dirpg.experiments.minigrid_targets.overshoot`); None if the run has not got there"""
     if not points or points[-1]["interactions"] < interactions:
         return None
-    return float([p for p in points if p["interactions"] <= interactions][-1][mode]["success"])
+    limit = interactions + overshoot([p["interactions"] for p in points])
+    return float([p for p in points if p["interactions"] <= limit][-1][mode]["success"])
 
 
 def _name(spec: Any) -> str:

@@ -29,11 +29,25 @@ MIN_SEEDS = 3
 PPO_FAR = 0.5
 
 
+def overshoot(interactions: Sequence[float]) -> float:
+    """How far past its mark an evaluation may land and still count as the mark's: a quarter of the median interval.
+
+    An evaluation runs at the first update at or after its mark (every 5 % of the budget), so its interactions exceed
+    the mark by up to an episode or a search (a few hundred to a few thousand); the last one of a run lands a little
+    past the budget.
+
+    :param interactions: the interactions of a run's evaluations, in order
+    :return: the slack, 0 for fewer than two evaluations
+    """
+    return 0.25 * float(np.median(np.diff(interactions))) if len(interactions) > 1 else 0.0
+
+
 def first_reach(curve: Sequence[Sequence[float]], limit: float, level: float = LEVEL) -> float:
     """:param curve: ``[interactions, sampled success, greedy success]`` rows of one run
-    :param limit: the last interactions that count
+    :param limit: the last interactions that count (an evaluation for this mark that landed just past it counts)
     :param level: the success level
     :return: the interactions of the first evaluation at or above ``level`` within ``limit`` (inf if none)"""
+    limit += overshoot([point[0] for point in curve])
     return next((float(point[0]) for point in curve if point[0] <= limit and point[1] >= level), float("inf"))
 
 
@@ -50,7 +64,8 @@ def _success_at(curve: Sequence[Sequence[float]], interactions: float) -> float 
     :return: the sampled success of the last evaluation at or before ``interactions`` (None before the run got there)"""
     if not curve or curve[-1][0] < interactions:
         return None
-    return float([point for point in curve if point[0] <= interactions][-1][1])
+    limit = interactions + overshoot([point[0] for point in curve])
+    return float([point for point in curve if point[0] <= limit][-1][1])
 
 
 def missing_cells(env_id: str, row: dict[str, Any]) -> list[str]:
