@@ -32,7 +32,7 @@ import yaml
 
 from sb3_dirpg.experiments.common import default_out
 from sb3_dirpg.experiments.held_out import write_json
-from sb3_dirpg.experiments.minigrid_targets import LEVEL, judge, overshoot, targets_table
+from sb3_dirpg.experiments.minigrid_targets import LEVEL, format_count, judge, overshoot, targets_table
 
 ENVS = (
     "MiniGrid-Empty-Random-5x5-v0",
@@ -354,12 +354,6 @@ def summarize(runs: Path, envs: Sequence[str], methods: Sequence[str]) -> dict[s
     return summary
 
 
-def _fmt_count(value: float) -> str:
-    if not np.isfinite(value):
-        return "not reached"
-    return f"{value / 1e6:.2f}M" if value >= 1e6 else f"{value / 1e3:.0f}k"
-
-
 def _fmt_rate(value: float | None) -> str:
     return "–" if value is None else f"{value:.2f}"
 
@@ -376,8 +370,8 @@ def markdown_table(summary: dict[str, Any]) -> str:
         name = env_id.removeprefix("MiniGrid-").removesuffix("-v0") + (" (Unsolved)" if row["unsolved"] else "")
         for method, m in row["methods"].items():
             lines.append(
-                f"| {name} | {_fmt_count(row['budget'])} ({_fmt_count(row['zoo_budget'])}) | {method} | {m['seeds']} "
-                f"({m['finished']}) | {_fmt_count(m['to_level'])} ({m['reached']}/{m['seeds']}) | "
+                f"| {name} | {format_count(row['budget'])} ({format_count(row['zoo_budget'])}) | {method} | {m['seeds']} "
+                f"({m['finished']}) | {format_count(m['to_level'])} ({m['reached']}/{m['seeds']}) | "
                 f"{_fmt_rate(m['at_zoo_budget'])} | {_fmt_rate(m['at_end'])} / {_fmt_rate(m['at_end_greedy'])} | "
                 f"{m['wall_s'] / 60:.1f} min | {m['rate']:,.0f} | {m['reward']} | {m['observation']} | {m['heuristic']} |"
             )

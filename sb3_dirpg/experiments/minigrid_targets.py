@@ -121,7 +121,9 @@ def judge(summary: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _count(value: float) -> str:
+def format_count(value: float) -> str:
+    """:param value: interactions (inf: never)
+    :return: ``150k``, ``1.80M`` or ``not reached``"""
     if not np.isfinite(value):
         return "not reached"
     return f"{value / 1e6:.2f}M" if value >= 1e6 else f"{value / 1e3:.0f}k"
@@ -134,12 +136,12 @@ def targets_table(verdict: dict[str, Any]) -> str:
              "DirPG faster than the best baseline | Unsolved: DirPG 0.9 within 1e7 | cells missing |",
              "| --- | ---: | --- | --- | --- | --- | --- |"]  # fmt: skip
     for env_id, e in verdict["envs"].items():
-        baselines = ", ".join(f"{m} {_count(v)}" for m, v in e["baselines"].items()) or "none run"
+        baselines = ", ".join(f"{m} {format_count(v)}" for m, v in e["baselines"].items()) or "none run"
         reaches = ("yes" if e["dirpg_reaches"] else "**no**") if e["baseline_reaches"] else "– (no baseline reaches)"
         faster = "–" if e["faster"] is None else ("yes" if e["faster"] else "**no**")
         unsolved = ("yes" if e["unsolved_solved"] else "**no**") if e["unsolved"] else "–"
         name = env_id.removeprefix("MiniGrid-").removesuffix("-v0")
-        lines.append(f"| {name} | {_count(e['dirpg'])} | {baselines} | {reaches} | {faster} | {unsolved} | "
+        lines.append(f"| {name} | {format_count(e['dirpg'])} | {baselines} | {reaches} | {faster} | {unsolved} | "
                      f"{'; '.join(e['missing']) or '–'} |")  # fmt: skip
     (r, n), (f, m), (u, k) = verdict["reaches"], verdict["faster"], verdict["unsolved"]
     lines += [
