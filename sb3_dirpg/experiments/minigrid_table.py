@@ -520,7 +520,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--budget", type=int, default=None, help="override every cell's budget (quick checks)")
     parser.add_argument("--resume", action="store_true", help="skip finished cells, continue unfinished ones")
     parser.add_argument("--report", action="store_true", help="only write the report from the runs made so far")
-    parser.add_argument("--tag", default="", help="name of a variant of the methods (with --params)")
+    parser.add_argument("--tag", default="", help="name of a variant of the methods (with --params or --budget)")
     parser.add_argument("--params", nargs="+", default=[], metavar="KEY:VALUE",
                         help="hyperparameters the variant changes (rl-zoo3's -params syntax; not env_kwargs)")
     parser.add_argument("--probe", type=int, default=0, metavar="MAPS",
@@ -534,8 +534,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     """:param argv: command-line arguments
     :return: the summary"""
     args = build_parser().parse_args(argv)
-    if bool(args.tag) != bool(args.params):
-        raise SystemExit("--tag and --params go together: a variant has a name and the settings it changes")
+    if bool(args.tag) != bool(args.params) and not (args.tag and args.budget):
+        raise SystemExit("--tag goes with --params or --budget: a variant has a name and the settings (or budget) it changes")
     if any(param.split(":")[0] in ("env_kwargs", "callback") for param in args.params):
         raise SystemExit("--params: env_kwargs and callback stay as the entry has them (a variant may change env_wrapper)")
     bad = [method for method in args.methods if method.split("@")[0] not in METHODS or ("@" in method and not args.report)]
