@@ -11,19 +11,30 @@ from torch import nn
 from sb3_dirpg.envs.minigrid.cnn_kernels import ARCHITECTURE, VIEW, CompiledForward, conv_taps
 
 
+#: MiniGrid's object types (OBJECT_TO_IDX, unseen .. agent) and colours (COLOR_TO_IDX), one-hot in the mission gates
+N_OBJECT_TYPES, N_COLORS = 11, 6
+
+
 class MiniGridCNN(BaseFeaturesExtractor):
     """The DirPG paper's MiniGrid network: conv 3→32→48→64 on the 7×7 egocentric view, concatenated with the
     one-hot agent direction (features dimension 64 + 4), and the mission vector of
     :class:`~sb3_dirpg.envs.minigrid.MissionObs` where the observation has one.
+
+    Concatenated after the convolutions, the mission can only shift the action logits; it cannot say *which* object
+    in the view matters. ``mission_gates > 0`` adds that (a FiLM-like multiplicative conditioning of the input): each
+    gate is a learned bilinear score ``mission @ W_g @ onehot(cell)`` of every view cell's object type and colour,
+    fed to the first convolution as an extra input channel. One gate can score "is this the red ball the mission
+    names"; PutNear's two objects need two.
 
     Works on ``Dict(image=Box(7, 7, 3) or Box(3, 7, 7), direction=Discrete(4))`` observations (see
     :class:`sb3_dirpg.envs.DirectionImageObs`). SB3's ``NatureCNN`` needs images of at least 36×36.
     Pass ``normalize_images=False`` in ``policy_kwargs`` to feed MiniGrid's small integer codes unscaled.
 
     :param observation_space: the Dict observation space
+    :param mission_gates: mission-scored input channels (0: the paper's network; needs a ``mission`` key otherwise)
     """
 
-    def __init__(self, observation_space: spaces.Dict) -> None:
+    def __init__(self, observation_space: spaces.Dict, mission_gates: int = 0) -> None:
         if not isinstance(observation_space, spaces.Dict) or "image" not in observation_space.spaces:
             raise ValueError(f"MiniGridCNN needs a Dict observation space with an 'image' key, got {observation_space}")
         image_shape = observation_space["image"].shape
@@ -33,9 +44,17 @@ class MiniGridCNN(BaseFeaturesExtractor):
         n_direction = int(direction.n) if isinstance(direction, spaces.Discrete) else 0
         mission = observation_space.spaces.get("mission")
         n_mission = int(np.prod(mission.shape)) if isinstance(mission, spaces.Box) else 0
+        if mission_gates < 0 or (mission_gates and not n_mission):
+            raise ValueError(
+                f"mission_gates={mission_gates}: needs a 'mission' key in the observation (wrap the env in MissionObs) "
+                "and a count >= 0"
+            )
         super().__init__(observation_space, features_dim=64 + n_direction + n_mission)
+        self.mission_gates = mission_gates
+        if mission_gates:
+            self.gates = nn.Linear(n_mission, mission_gates * (N_OBJECT_TYPES + N_COLORS), bias=False)
         self.cnn = nn.Sequential(
-            nn.Conv2d(n_channels, 32, kernel_size=2),
+            nn.Conv2d(n_channels + mission_gates, 32, kernel_size=2),
             nn.ReLU(),
             nn.MaxPool2d(2),
             nn.Conv2d(32, 48, kernel_size=2),
@@ -44,8 +63,9 @@ class MiniGridCNN(BaseFeaturesExtractor):
             nn.Flatten(),
         )
         with th.no_grad():
-            sample = th.zeros(1, *image_shape)
-            n_flat = self.cnn(self._to_channels_first(sample)).shape[1]
+            sample = self._to_channels_first(th.zeros(1, *image_shape))
+            sample = th.cat([sample, th.zeros(1, mission_gates, *sample.shape[2:])], dim=1)
+            n_flat = self.cnn(sample).shape[1]
         if n_flat != 64:
             raise ValueError(f"MiniGridCNN expects a 7x7 view (64 conv features), got image shape {image_shape}")
         self.n_direction = n_direction
@@ -57,13 +77,26 @@ class MiniGridCNN(BaseFeaturesExtractor):
     def forward(self, observations: dict[str, th.Tensor]) -> th.Tensor:
         """:param observations: preprocessed Dict observation (direction one-hot)
         :return: features, shape (batch, 64 + 4)"""
-        features = self.cnn(self._to_channels_first(observations["image"].float()))
+        image = self._to_channels_first(observations["image"].float())
+        if self.mission_gates:
+            image = th.cat([image, self._gate_channels(image, observations["mission"].float())], dim=1)
+        features = self.cnn(image)
         if self.n_direction:
             # SB3 buffers store a Discrete observation with shape (1,), so its one-hot can arrive as (batch, 1, 4)
             features = th.cat([features, observations["direction"].float().reshape(features.shape[0], -1)], dim=1)
         if self.n_mission:
             features = th.cat([features, observations["mission"].float().reshape(features.shape[0], -1)], dim=1)
         return features
+
+    def _gate_channels(self, image: th.Tensor, mission: th.Tensor) -> th.Tensor:
+        """:param image: the view, channels first (batch, 3, 7, 7): object type, colour, state codes
+        :param mission: the mission vectors (batch, n_mission)
+        :return: the gates' scores of every cell, (batch, mission_gates, 7, 7)"""
+        kinds = nn.functional.one_hot(image[:, 0].long().clamp(0, N_OBJECT_TYPES - 1), N_OBJECT_TYPES)
+        colors = nn.functional.one_hot(image[:, 1].long().clamp(0, N_COLORS - 1), N_COLORS)
+        cells = th.cat([kinds, colors], dim=-1).float()  # (batch, 7, 7, 17)
+        weights = self.gates(mission.reshape(mission.shape[0], -1)).reshape(mission.shape[0], self.mission_gates, -1)
+        return th.einsum("bhwc,bgc->bghw", cells, weights)
 
     def compiled_forward(self, policy_net: nn.Module, action_net: nn.Module, normalize_images: bool) -> CompiledForward | None:
         """The search's hook for a forward in compiled code (:mod:`~sb3_dirpg.envs.minigrid.cnn_kernels`): this network
