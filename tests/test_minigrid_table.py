@@ -77,6 +77,40 @@ def test_mission_encoding() -> None:
     assert obs["mission"].shape == (36,) and np.array_equal(obs["mission"], encode_mission(env.unwrapped.mission))
 
 
+def test_mission_gates_can_score_the_missions_object() -> None:
+    """With the weights set by hand, a gate scores 2 exactly on the view cells that hold the object the mission names:
+    the one-hot channels line up with MiniGrid's codes and the mission's slots. Trained, the gates learn such weights."""
+    from minigrid.core.constants import COLOR_TO_IDX, OBJECT_TO_IDX
+
+    from sb3_dirpg.envs import DirectionImageObs
+    from sb3_dirpg.envs.minigrid.wrappers import MISSION_COLORS, MISSION_OBJECTS
+
+    env = MissionObs(DirectionImageObs(make_minigrid_env("MiniGrid-Fetch-5x5-N2-v0")))
+    with pytest.raises(ValueError, match="mission_gates"):
+        MiniGridCNN(DirectionImageObs(make_minigrid_env("MiniGrid-Fetch-5x5-N2-v0")).observation_space, mission_gates=1)
+    cnn = MiniGridCNN(env.observation_space, mission_gates=2)
+    weights = th.zeros_like(cnn.gates.weight)  # (2 * 17, 36); gate 0 reads slot 0
+    for i, color in enumerate(MISSION_COLORS):
+        weights[11 + COLOR_TO_IDX[color], i] = 1.0
+    for j, kind in enumerate(MISSION_OBJECTS):
+        if kind in OBJECT_TO_IDX:
+            weights[OBJECT_TO_IDX[kind], len(MISSION_COLORS) + j] = 1.0
+    cnn.gates.weight.data = weights
+    seen = 0
+    for seed in range(20):
+        obs, _ = env.reset(seed=seed)
+        color, kind = env.unwrapped.mission.split()[-2:]
+        image = th.as_tensor(obs["image"]).permute(2, 0, 1)[None].float()
+        scores = cnn._gate_channels(image, th.as_tensor(obs["mission"])[None]).detach()
+        target = (obs["image"][..., 0] == OBJECT_TO_IDX[kind]) & (obs["image"][..., 1] == COLOR_TO_IDX[color])
+        assert scores.shape == (1, 2, 7, 7) and th.all(scores[0, 1] == 0)
+        assert np.array_equal(scores[0, 0].numpy() == 2, target), (seed, env.unwrapped.mission)
+        seen += int(target.sum())
+    assert seen >= 10  # the object was in view in most maps, so the check above was not vacuous
+    features = cnn({key: th.as_tensor(value)[None] for key, value in {**obs, "direction": np.eye(4)[obs["direction"]]}.items()})
+    assert features.shape == (1, cnn.features_dim)
+
+
 def test_held_out_evaluation_records_resumes_and_leaves_training_alone(tmp_path) -> None:
     """The callback evaluates at 0, budget/2 and budget, writes a record and a checkpoint, and changes nothing in
     training (same weights as without it); a second process resumes from the record's last point."""
