@@ -107,7 +107,8 @@ def test_mission_gates_can_score_the_missions_object() -> None:
         assert np.array_equal(scores[0, 0].numpy() == 2, target), (seed, env.unwrapped.mission)
         seen += int(target.sum())
     assert seen >= 10  # the object was in view in most maps, so the check above was not vacuous
-    features = cnn({key: th.as_tensor(value)[None] for key, value in {**obs, "direction": np.eye(4)[obs["direction"]]}.items()})
+    batch = {**obs, "direction": np.eye(4)[obs["direction"]]}
+    features = cnn({key: th.as_tensor(value)[None] for key, value in batch.items()})
     assert features.shape == (1, cnn.features_dim)
 
 

@@ -10,7 +10,6 @@ from torch import nn
 
 from sb3_dirpg.envs.minigrid.cnn_kernels import ARCHITECTURE, VIEW, CompiledForward, conv_taps
 
-
 #: MiniGrid's object types (OBJECT_TO_IDX, unseen .. agent) and colours (COLOR_TO_IDX), one-hot in the mission gates
 N_OBJECT_TYPES, N_COLORS = 11, 6
 
