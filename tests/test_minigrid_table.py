@@ -215,7 +215,8 @@ def test_targets_are_judged_on_medians_within_the_budget() -> None:
     assert envs["lone_seed"]["baseline_reaches"] is False and envs["behind"]["dirpg_reaches"] is False
     assert envs["late"]["dirpg_reaches"] is False and envs["late"]["unsolved_solved"] is True
     assert verdict["reaches"] == [2, 3] and verdict["faster"] == [1, 3] and verdict["unsolved"] == [1, 1]
-    assert envs["tie"]["missing"] == [] and envs["ahead"]["missing"] == []
+    assert envs["tie"]["missing"] == [f"{m}@fine: 0 of 3 seeds" for m in ("dirpg", "reinforce", "ppo")]
+    assert envs["ahead"]["missing"] == []
     assert envs["behind"]["missing"] == ["ppo_shaped"]
     assert envs["late"]["missing"] == ["ppo_shaped"]  # one rl-zoo3 PPO seed is enough: far from 0.9 at 1M on a 3M env
     text = targets_table(verdict)
@@ -234,3 +235,22 @@ def test_an_evaluation_landing_just_past_its_mark_is_the_marks() -> None:
     assert table.at_interactions(points, 500_000) == 0.4 and table.at_interactions(points, 600_000) == 0.4
     curve = [[p["interactions"], p["sampled"]["success"], 0.0] for p in points]
     assert first_reach(curve, 1_000_000) == 1_000_385 and first_reach(curve, 900_000) == float("inf")
+
+
+def test_a_tie_is_broken_by_the_fine_cells_of_every_tied_method() -> None:
+    """DirPG tied with REINFORCE and PPO at the table's evaluations is faster only if its ``@fine`` median is below
+    both tied baselines'; a tied baseline with no ``@fine`` seeds leaves the tie standing and is listed as missing."""
+    from sb3_dirpg.experiments.minigrid_targets import judge, targets_table
+
+    tied = dict(dirpg=[_curve(1e5)] * 3, reinforce=[_curve(1e5)] * 3, ppo=[_curve(1e5)] * 3)
+    fine = {"dirpg@fine": [_curve(3e4, 1e5, 1e4)] * 3, "reinforce@fine": [_curve(6e4, 1e5, 1e4)] * 3}
+    summary = {
+        "won": _row(1e6, **tied, **fine, **{"ppo@fine": [_curve(5e4, 1e5, 1e4)] * 3}),
+        "lost": _row(1e6, **tied, **fine, **{"ppo@fine": [_curve(2e4, 1e5, 1e4)] * 3}),
+        "unbroken": _row(1e6, **tied, **fine),
+    }
+    envs = judge(summary)["envs"]
+    assert envs["won"]["faster"] is True and envs["won"]["tie_break"] == {"dirpg": 3e4, "reinforce": 6e4, "ppo": 5e4}
+    assert envs["lost"]["faster"] is False
+    assert envs["unbroken"]["faster"] is False and envs["unbroken"]["missing"] == ["ppo@fine: 0 of 3 seeds"]
+    assert "@fine: dirpg 30k, reinforce 60k, ppo 50k" in targets_table(judge(summary))

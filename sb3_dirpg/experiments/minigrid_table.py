@@ -32,7 +32,7 @@ import yaml
 
 from sb3_dirpg.experiments.common import default_out
 from sb3_dirpg.experiments.held_out import write_json
-from sb3_dirpg.experiments.minigrid_targets import LEVEL, format_count, judge, overshoot, targets_table
+from sb3_dirpg.experiments.minigrid_targets import LEVEL, TIE_BREAK, format_count, judge, overshoot, targets_table
 
 ENVS = (
     "MiniGrid-Empty-Random-5x5-v0",
@@ -422,8 +422,7 @@ def report(runs: Path, out: Path, envs: Sequence[str], methods: Sequence[str]) -
     out.mkdir(parents=True, exist_ok=True)
     write_json(out / "minigrid_table.json", summary)
     (out / "minigrid_table.md").write_text(markdown_table(summary))
-    verdict = judge({env_id: {**row, "methods": {m: v for m, v in row["methods"].items() if m in METHODS}}
-                     for env_id, row in summary.items()})  # fmt: skip
+    verdict = judge(summarize(runs, envs, [*METHODS, *[f"{method}@{TIE_BREAK}" for method in METHODS]]))
     write_json(out / "minigrid_targets.json", verdict)
     (out / "minigrid_targets.md").write_text(targets_table(verdict))
     if any(row["methods"] for row in summary.values()):

@@ -12,6 +12,11 @@ A method "reaches" 0.9 on an env when the median over its seeds of the interacti
 half of its seeds got there; a tie is not "lower". Points a run made past the env's budget count only for target 3.
 Each env also lists the cells the targets still lack: seeds short of 3, and PPO with DirPG's reward where rl-zoo3's
 PPO does not reach 0.9 or the env is Unsolved.
+
+The table evaluates every 5 % of the budget (50k on a 1M env), so two methods can tie at an evaluation. Such a tie is
+broken by the ``@fine`` cells (:data:`TIE_BREAK`): the same training runs (same entry, same seeds; the evaluation leaves
+training alone) to a shorter budget, so their evaluations come every 5 % of that. Target 2 then compares the medians of
+those, for DirPG and every baseline it tied with.
 """
 
 from __future__ import annotations
@@ -27,6 +32,8 @@ UNSOLVED_LIMIT = 10_000_000
 MIN_SEEDS = 3
 #: one rl-zoo3 PPO seed is enough past 1M where it is below this at 1M ("far from 0.9")
 PPO_FAR = 0.5
+#: the tag of the cells that break a tie at the table's resolution (``--tag fine --budget B``)
+TIE_BREAK = "fine"
 
 
 def overshoot(interactions: Sequence[float]) -> float:
@@ -87,11 +94,26 @@ def missing_cells(env_id: str, row: dict[str, Any]) -> list[str]:
     return missing
 
 
+def break_tie(methods: dict[str, Any], tied: Sequence[str], budget: float) -> tuple[dict[str, float], list[str]]:
+    """:param methods: an env's methods in the summary, with the ``@fine`` cells
+    :param tied: DirPG and the baselines whose medians tie with it
+    :param budget: the env's budget
+    :return: the medians to 0.9 of the ``@fine`` cells of ``tied`` (empty unless all have :data:`MIN_SEEDS` finished
+        seeds), and the ``@fine`` cells still missing"""
+    names = [f"{method}@{TIE_BREAK}" for method in tied]
+    missing = [f"{n}: {methods.get(n, {}).get('finished', 0)} of {MIN_SEEDS} seeds" for n in names
+               if methods.get(n, {}).get("finished", 0) < MIN_SEEDS]  # fmt: skip
+    if missing:
+        return {}, missing
+    return {method: median_reach(methods[name]["curves"], budget) for method, name in zip(tied, names)}, []
+
+
 def judge(summary: dict[str, Any]) -> dict[str, Any]:
-    """:param summary: :func:`~sb3_dirpg.experiments.minigrid_table.summarize`'s output (the four methods, no variants)
+    """:param summary: :func:`~sb3_dirpg.experiments.minigrid_table.summarize`'s output (the four methods, and the
+        ``@fine`` cells where there are any)
     :return: per env: DirPG's and each baseline's median interactions to 0.9 within the budget, whether DirPG reaches
-        0.9 and is faster than the best baseline that does, the Unsolved verdict and the missing cells; and the three
-        targets' counts"""
+        0.9 and is faster than the best baseline that does (a tie broken by the ``@fine`` cells), the Unsolved verdict
+        and the missing cells; and the three targets' counts"""
     envs: dict[str, Any] = {}
     for env_id, row in summary.items():
         methods, budget = row["methods"], row["budget"]
@@ -101,15 +123,22 @@ def judge(summary: dict[str, Any]) -> dict[str, Any]:
         reached = {m: value for m, value in baselines.items() if np.isfinite(value)}
         dirpg = median_reach(methods["dirpg"]["curves"], budget)
         best = min(reached.values(), default=float("inf"))
+        faster, tie_break, missing = (bool(dirpg < best) if reached else None), {}, missing_cells(env_id, row)
+        if reached and dirpg == best:
+            tie_break, missing_fine = break_tie(methods, ["dirpg", *[m for m, v in reached.items() if v == best]], budget)
+            missing += missing_fine
+            if tie_break:
+                faster = bool(tie_break["dirpg"] < min(v for m, v in tie_break.items() if m != "dirpg"))
         envs[env_id] = {
             "dirpg": dirpg,
             "baselines": baselines,
             "baseline_reaches": bool(reached),
             "dirpg_reaches": bool(np.isfinite(dirpg)),
-            "faster": bool(dirpg < best) if reached else None,
+            "faster": faster,
+            "tie_break": tie_break,
             "unsolved": row["unsolved"],
             "unsolved_solved": any(np.isfinite(first_reach(c, UNSOLVED_LIMIT)) for c in methods["dirpg"]["curves"]),
-            "missing": missing_cells(env_id, row),
+            "missing": missing,
         }
     contested = [e for e in envs.values() if e["baseline_reaches"]]
     unsolved = [e for e in envs.values() if e["unsolved"]]
@@ -139,6 +168,10 @@ def targets_table(verdict: dict[str, Any]) -> str:
         baselines = ", ".join(f"{m} {format_count(v)}" for m, v in e["baselines"].items()) or "none run"
         reaches = ("yes" if e["dirpg_reaches"] else "**no**") if e["baseline_reaches"] else "– (no baseline reaches)"
         faster = "–" if e["faster"] is None else ("yes" if e["faster"] else "**no**")
+        if e.get("tie_break"):
+            faster += " (tie at the table's evaluations; @fine: " + ", ".join(
+                f"{m} {format_count(v)}" for m, v in e["tie_break"].items()
+            ) + ")"
         unsolved = ("yes" if e["unsolved_solved"] else "**no**") if e["unsolved"] else "–"
         name = env_id.removeprefix("MiniGrid-").removesuffix("-v0")
         lines.append(f"| {name} | {format_count(e['dirpg'])} | {baselines} | {reaches} | {faster} | {unsolved} | "
