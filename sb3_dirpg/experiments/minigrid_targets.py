@@ -9,7 +9,9 @@ The targets (issue 25):
    go past the table's 3M cap).
 
 A method "reaches" 0.9 on an env when the median over its seeds of the interactions to 0.9 is finite, i.e. more than
-half of its seeds got there; a tie is not "lower". Points a run made past the env's budget count only for target 3.
+half of its seeds got there; a tie is not "lower", and two medians at the same evaluation mark are a tie (an evaluation
+lands a few interactions past its mark, by a different amount for each method). Points a run made past the env's
+budget count only for target 3.
 Each env also lists the cells the targets still lack: seeds short of 3, and PPO with DirPG's reward where rl-zoo3's
 PPO does not reach 0.9 or the env is Unsolved.
 
@@ -108,6 +110,12 @@ def break_tie(methods: dict[str, Any], tied: Sequence[str], budget: float) -> tu
     return {method: median_reach(methods[name]["curves"], budget) for method, name in zip(tied, names)}, []
 
 
+def _slack(curves: Sequence[Sequence[Sequence[float]]]) -> float:
+    """:param curves: one method's curves on an env
+    :return: how far apart two interactions-to-0.9 may be and still be the same evaluation mark"""
+    return overshoot([point[0] for point in curves[0]]) if curves else 0.0
+
+
 def judge(summary: dict[str, Any]) -> dict[str, Any]:
     """:param summary: :func:`~sb3_dirpg.experiments.minigrid_table.summarize`'s output (the four methods, and the
         ``@fine`` cells where there are any)
@@ -123,12 +131,15 @@ def judge(summary: dict[str, Any]) -> dict[str, Any]:
         reached = {m: value for m, value in baselines.items() if np.isfinite(value)}
         dirpg = median_reach(methods["dirpg"]["curves"], budget)
         best = min(reached.values(), default=float("inf"))
-        faster, tie_break, missing = (bool(dirpg < best) if reached else None), {}, missing_cells(env_id, row)
-        if reached and dirpg == best:
-            tie_break, missing_fine = break_tie(methods, ["dirpg", *[m for m, v in reached.items() if v == best]], budget)
+        slack = _slack(methods["dirpg"]["curves"])
+        faster, tie_break, missing = (bool(dirpg < best - slack) if reached else None), {}, missing_cells(env_id, row)
+        tied = [m for m, v in reached.items() if abs(v - dirpg) <= slack]
+        if tied and all(v >= dirpg - slack for v in reached.values()):
+            tie_break, missing_fine = break_tie(methods, ["dirpg", *tied], budget)
             missing += missing_fine
             if tie_break:
-                faster = bool(tie_break["dirpg"] < min(v for m, v in tie_break.items() if m != "dirpg"))
+                fine = _slack(methods[f"dirpg@{TIE_BREAK}"]["curves"])
+                faster = bool(tie_break["dirpg"] < min(v for m, v in tie_break.items() if m != "dirpg") - fine)
         envs[env_id] = {
             "dirpg": dirpg,
             "baselines": baselines,
