@@ -5,13 +5,14 @@ from __future__ import annotations
 import numpy as np
 import torch as th
 from gymnasium import spaces
+from minigrid.core.constants import COLOR_TO_IDX, OBJECT_TO_IDX
 from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
 from torch import nn
 
 from sb3_dirpg.envs.minigrid.cnn_kernels import ARCHITECTURE, VIEW, CompiledForward, conv_taps
 
-#: MiniGrid's object types (OBJECT_TO_IDX, unseen .. agent) and colours (COLOR_TO_IDX), one-hot in the mission gates
-N_OBJECT_TYPES, N_COLORS = 11, 6
+#: MiniGrid's object types (unseen .. agent) and colours, one-hot in the mission gates
+N_OBJECT_TYPES, N_COLORS = len(OBJECT_TO_IDX), len(COLOR_TO_IDX)
 
 
 class MiniGridCNN(BaseFeaturesExtractor):
