@@ -226,14 +226,12 @@ def test_targets_are_judged_on_medians_within_the_budget() -> None:
 def test_an_evaluation_landing_just_past_its_mark_is_the_marks() -> None:
     """Evaluations run at the first update past each mark: the last one of a 1M run lands at 1,000,385, say. It is
     the run's success at 1M, and a 0.9 there counts within the budget; the next interval's evaluation does not."""
-    from sb3_dirpg.experiments.minigrid_targets import first_reach
+    from sb3_dirpg.experiments.minigrid_targets import first_reach, success_at
 
     marks = [0, 250_006, 500_120, 750_003, 1_000_385]
-    points = [{"interactions": x, "sampled": {"success": s}, "greedy": {"success": 0.0}}
-              for x, s in zip(marks, (0.0, 0.2, 0.4, 0.6, 0.95))]  # fmt: skip
-    assert table.at_interactions(points, 1_000_000) == 0.95
-    assert table.at_interactions(points, 500_000) == 0.4 and table.at_interactions(points, 600_000) == 0.4
-    curve = [[p["interactions"], p["sampled"]["success"], 0.0] for p in points]
+    curve = [[x, s, 0.0] for x, s in zip(marks, (0.0, 0.2, 0.4, 0.6, 0.95))]
+    assert success_at(curve, 1_000_000) == 0.95 and success_at(curve, 1_000_000, column=2) == 0.0
+    assert success_at(curve, 500_000) == 0.4 and success_at(curve, 600_000) == 0.4
     assert first_reach(curve, 1_000_000) == 1_000_385 and first_reach(curve, 900_000) == float("inf")
 
 
@@ -255,3 +253,17 @@ def test_a_tie_is_broken_by_the_fine_cells_of_every_tied_method() -> None:
     assert envs["lost"]["faster"] is False
     assert envs["unbroken"]["faster"] is False and envs["unbroken"]["missing"] == ["ppo@fine: 0 of 3 seeds"]
     assert "@fine: dirpg 30k, reinforce 60k, ppo 50k" in targets_table(judge(summary))
+
+
+def test_a_median_that_running_seeds_may_still_reach_is_not_reached_yet() -> None:
+    """Two seeds of three still running short of the budget: their median is undecided, not "not reached". Once they
+    have run to the budget without reaching, or when one seed alone is running, it is decided."""
+    from sb3_dirpg.experiments.minigrid_targets import judge, targets_table, undecided
+
+    running = [_curve(None, end=4e5), _curve(None, end=6e5), _curve(None)]
+    assert undecided(running, 1e6) and not undecided([_curve(None)] * 3, 1e6)
+    assert not undecided([_curve(None, end=4e5), _curve(None), _curve(None)], 1e6)
+    assert not undecided([_curve(2e5, end=4e5), _curve(3e5, end=6e5), _curve(None)], 1e6)  # reached: decided
+    verdict = judge({"MiniGrid-X-v0": _row(1e6, dirpg=running, reinforce=[_curve(None)] * 3)})
+    assert verdict["envs"]["MiniGrid-X-v0"]["undecided"] == ["dirpg"]
+    assert "| X | not reached yet | reinforce not reached |" in targets_table(verdict)

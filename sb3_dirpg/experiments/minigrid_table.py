@@ -32,7 +32,7 @@ import yaml
 
 from sb3_dirpg.experiments.common import default_out
 from sb3_dirpg.experiments.held_out import write_json
-from sb3_dirpg.experiments.minigrid_targets import LEVEL, TIE_BREAK, format_count, judge, overshoot, targets_table
+from sb3_dirpg.experiments.minigrid_targets import LEVEL, TIE_BREAK, format_count, judge, success_at, targets_table
 
 ENVS = (
     "MiniGrid-Empty-Random-5x5-v0",
@@ -250,18 +250,6 @@ def interactions_to(points: Sequence[dict[str, Any]], level: float = LEVEL, mode
     return float("inf")
 
 
-def at_interactions(points: Sequence[dict[str, Any]], interactions: int, mode: str = "sampled") -> float | None:
-    """:param points: a record's points
-    :param interactions: where to read the curve
-    :param mode: ``sampled`` or ``greedy``
-    :return: success of the last evaluation at or before ``interactions``, or of the one made for that mark if it landed
-        just past it (:func:`~sb3_dirpg.experiments.minigrid_targets.overshoot`); None if the run has not got there"""
-    if not points or points[-1]["interactions"] < interactions:
-        return None
-    limit = interactions + overshoot([p["interactions"] for p in points])
-    return float([p for p in points if p["interactions"] <= limit][-1][mode]["success"])
-
-
 def _name(spec: Any) -> str:
     """:param spec: an import path, or a one-key dict of an import path and its keyword arguments
     :return: the class or function name"""
@@ -330,6 +318,8 @@ def summarize(runs: Path, envs: Sequence[str], methods: Sequence[str]) -> dict[s
             if not records:
                 continue
             reach = [interactions_to(r["points"]) for r in records]
+            curves = [[[p["interactions"], p["sampled"]["success"], p["greedy"]["success"]] for p in r["points"]]
+                      for r in records]  # fmt: skip
 
             def mean(values: list[float | None]) -> float | None:
                 known = [v for v in values if v is not None]
@@ -340,14 +330,13 @@ def summarize(runs: Path, envs: Sequence[str], methods: Sequence[str]) -> dict[s
                 "finished": int(sum(r["points"][-1]["interactions"] >= r["budget"] for r in records if r["points"])),
                 "to_level": float(np.median(reach)),
                 "reached": int(np.isfinite(reach).sum()),
-                "at_zoo_budget": mean([at_interactions(r["points"], min(zoo, r["budget"])) for r in records]),
-                "at_end": mean([at_interactions(r["points"], r["budget"]) for r in records]),
-                "at_end_greedy": mean([at_interactions(r["points"], r["budget"], "greedy") for r in records]),
+                "at_zoo_budget": mean([success_at(c, min(zoo, r["budget"])) for c, r in zip(curves, records)]),
+                "at_end": mean([success_at(c, r["budget"]) for c, r in zip(curves, records)]),
+                "at_end_greedy": mean([success_at(c, r["budget"], column=2) for c, r in zip(curves, records)]),
                 "wall_s": float(np.mean([r["points"][-1]["wall_s"] for r in records if r["points"]])),
                 "rate": float(np.mean([r["points"][-1]["interactions"] / r["points"][-1]["wall_s"]
                                        for r in records if r["points"] and r["points"][-1]["wall_s"] > 0] or [np.nan])),
-                "curves": [[[p["interactions"], p["sampled"]["success"], p["greedy"]["success"]] for p in r["points"]]
-                           for r in records],  # fmt: skip
+                "curves": curves,
                 **(describe(env_id, method) if "@" not in method else VARIANT_SETTINGS),
             }
         summary[env_id] = {"zoo_budget": zoo, "budget": budget, "unsolved": env_id in UNSOLVED, "methods": rows}

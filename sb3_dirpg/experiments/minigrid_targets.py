@@ -11,7 +11,8 @@ The targets (issue 25):
 A method "reaches" 0.9 on an env when the median over its seeds of the interactions to 0.9 is finite, i.e. more than
 half of its seeds got there; a tie is not "lower", and two medians at the same evaluation mark are a tie (an evaluation
 lands a few interactions past its mark, by a different amount for each method). Points a run made past the env's
-budget count only for target 3.
+budget count only for target 3. A median that is not reached while seeds are still running is shown as "not reached
+yet" when those seeds could still bring it under the budget; the targets count it as not reached until they finish.
 Each env also lists the cells the targets still lack: seeds short of 3, and PPO with DirPG's reward where rl-zoo3's
 PPO does not reach 0.9 or the env is Unsolved.
 
@@ -67,14 +68,28 @@ def median_reach(curves: Sequence[Sequence[Sequence[float]]], limit: float) -> f
     return float(np.median([first_reach(curve, limit) for curve in curves]))
 
 
-def _success_at(curve: Sequence[Sequence[float]], interactions: float) -> float | None:
-    """:param curve: one run's curve
+def undecided(curves: Sequence[Sequence[Sequence[float]]], limit: float) -> bool:
+    """Whether a median that is not reached may still be: the seeds still short of ``limit`` could reach 0.9 later.
+
+    :param curves: one curve per seed
+    :param limit: the last interactions that count
+    :return: True when :func:`median_reach` is inf but would be finite were every running seed to reach 0.9 at its
+        next evaluation"""
+    hopeful = [first_reach(curve, limit) if not curve or curve[-1][0] >= limit else
+               min(first_reach(curve, limit), limit) for curve in curves]  # fmt: skip
+    return not np.isfinite(median_reach(curves, limit)) and bool(np.isfinite(np.median(hopeful)))
+
+
+def success_at(curve: Sequence[Sequence[float]], interactions: float, column: int = 1) -> float | None:
+    """:param curve: one run's ``[interactions, sampled success, greedy success]`` rows
     :param interactions: where to read it
-    :return: the sampled success of the last evaluation at or before ``interactions`` (None before the run got there)"""
+    :param column: 1 for sampled success, 2 for greedy
+    :return: the success of the last evaluation at or before ``interactions``, or of the one made for that mark if it
+        landed just past it (:func:`overshoot`); None before the run got there"""
     if not curve or curve[-1][0] < interactions:
         return None
     limit = interactions + overshoot([point[0] for point in curve])
-    return float([point for point in curve if point[0] <= limit][-1][1])
+    return float([point for point in curve if point[0] <= limit][-1][column])
 
 
 def missing_cells(env_id: str, row: dict[str, Any]) -> list[str]:
@@ -85,7 +100,7 @@ def missing_cells(env_id: str, row: dict[str, Any]) -> list[str]:
     for method in ("dirpg", "reinforce", "ppo"):
         seeds = methods.get(method, {}).get("finished", 0)
         if method == "ppo" and 0 < seeds < MIN_SEEDS and row["budget"] > 1_000_000:
-            at_1m = [_success_at(curve, 1_000_000) for curve in methods[method]["curves"]]
+            at_1m = [success_at(curve, 1_000_000) for curve in methods[method]["curves"]]
             if all(value is not None and value < PPO_FAR for value in at_1m):
                 continue  # far from 0.9 at 1M: one seed is enough
         if seeds < MIN_SEEDS:
@@ -150,6 +165,7 @@ def judge(summary: dict[str, Any]) -> dict[str, Any]:
             "unsolved": row["unsolved"],
             "unsolved_solved": any(np.isfinite(first_reach(c, UNSOLVED_LIMIT)) for c in methods["dirpg"]["curves"]),
             "missing": missing,
+            "undecided": [m for m in ("dirpg", *baselines) if undecided(methods[m]["curves"], budget)],
         }
     contested = [e for e in envs.values() if e["baseline_reaches"]]
     unsolved = [e for e in envs.values() if e["unsolved"]]
@@ -161,11 +177,12 @@ def judge(summary: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def format_count(value: float) -> str:
+def format_count(value: float, running: bool = False) -> str:
     """:param value: interactions (inf: never)
-    :return: ``150k``, ``1.80M`` or ``not reached``"""
+    :param running: whether seeds still running may reach it (:func:`undecided`)
+    :return: ``150k``, ``1.80M``, ``not reached`` or ``not reached yet``"""
     if not np.isfinite(value):
-        return "not reached"
+        return "not reached yet" if running else "not reached"
     return f"{value / 1e6:.2f}M" if value >= 1e6 else f"{value / 1e3:.0f}k"
 
 
@@ -176,7 +193,8 @@ def targets_table(verdict: dict[str, Any]) -> str:
              "DirPG faster than the best baseline | Unsolved: DirPG 0.9 within 1e7 | cells missing |",
              "| --- | ---: | --- | --- | --- | --- | --- |"]  # fmt: skip
     for env_id, e in verdict["envs"].items():
-        baselines = ", ".join(f"{m} {format_count(v)}" for m, v in e["baselines"].items()) or "none run"
+        running = e.get("undecided", [])
+        baselines = ", ".join(f"{m} {format_count(v, m in running)}" for m, v in e["baselines"].items()) or "none run"
         reaches = ("yes" if e["dirpg_reaches"] else "**no**") if e["baseline_reaches"] else "– (no baseline reaches)"
         faster = "–" if e["faster"] is None else ("yes" if e["faster"] else "**no**")
         if e.get("tie_break"):
@@ -185,8 +203,8 @@ def targets_table(verdict: dict[str, Any]) -> str:
             ) + ")"
         unsolved = ("yes" if e["unsolved_solved"] else "**no**") if e["unsolved"] else "–"
         name = env_id.removeprefix("MiniGrid-").removesuffix("-v0")
-        lines.append(f"| {name} | {format_count(e['dirpg'])} | {baselines} | {reaches} | {faster} | {unsolved} | "
-                     f"{'; '.join(e['missing']) or '–'} |")  # fmt: skip
+        dirpg, missing = format_count(e["dirpg"], "dirpg" in running), "; ".join(e["missing"]) or "–"
+        lines.append(f"| {name} | {dirpg} | {baselines} | {reaches} | {faster} | {unsolved} | {missing} |")
     (r, n), (f, m), (u, k) = verdict["reaches"], verdict["faster"], verdict["unsolved"]
     lines += [
         "",
