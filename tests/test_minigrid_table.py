@@ -263,6 +263,7 @@ def test_a_median_that_running_seeds_may_still_reach_is_not_reached_yet() -> Non
     running = [_curve(None, end=4e5), _curve(None, end=6e5), _curve(None)]
     assert undecided(running, 1e6) and not undecided([_curve(None)] * 3, 1e6)
     assert not undecided([_curve(None, end=4e5), _curve(None), _curve(None)], 1e6)
+    assert undecided([[], [], _curve(None)], 1e6)  # seeds started but not yet evaluated are running too
     assert not undecided([_curve(2e5, end=4e5), _curve(3e5, end=6e5), _curve(None)], 1e6)  # reached: decided
     verdict = judge({"MiniGrid-X-v0": _row(1e6, dirpg=running, reinforce=[_curve(None)] * 3)})
     assert verdict["envs"]["MiniGrid-X-v0"]["undecided"] == ["dirpg"]

@@ -75,7 +75,7 @@ def undecided(curves: Sequence[Sequence[Sequence[float]]], limit: float) -> bool
     :param limit: the last interactions that count
     :return: True when :func:`median_reach` is inf but would be finite were every running seed to reach 0.9 at its
         next evaluation"""
-    hopeful = [first_reach(curve, limit) if not curve or curve[-1][0] >= limit else
+    hopeful = [first_reach(curve, limit) if curve and curve[-1][0] >= limit else
                min(first_reach(curve, limit), limit) for curve in curves]  # fmt: skip
     return not np.isfinite(median_reach(curves, limit)) and bool(np.isfinite(np.median(hopeful)))
 
