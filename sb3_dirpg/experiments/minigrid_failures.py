@@ -1,0 +1,141 @@
+"""Where a trained MiniGrid policy fails: its held-out episodes (no search, as the table evaluates), grouped by how far
+the success was at the start (the grid bound's steps to success: shortest paths around walls, through a key where
+locked doors are in the way), with the success rate and the distinct cells each group's episodes visited.
+
+A policy that succeeds on near targets and fails on far ones while visiting many cells wanders: it has no memory of
+where it has been (the table's policies see one 7x7 view). One that fails near targets, or visits few cells, is stuck.
+
+Usage::
+
+    python -m sb3_dirpg.experiments.minigrid_failures \\
+        docs/results/minigrid_table_runs/MiniGrid-FourRooms-v0/dirpg-s0/model.zip --env MiniGrid-FourRooms-v0
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import torch as th
+from stable_baselines3.common.base_class import BaseAlgorithm
+
+from sb3_dirpg.envs.minigrid import MiniGridBound
+from sb3_dirpg.experiments.held_out import build_env, is_success
+
+DEFAULT_EDGES = (0, 10, 20, 30)
+
+
+def play_episode(model: BaseAlgorithm, env: gym.Env, seed: int, deterministic: bool) -> dict[str, Any]:
+    """Play one episode of the model's policy, without search.
+
+    :param model: a trained model
+    :param env: the env, wrapped as the model saw it in training
+    :param seed: the episode's reset seed
+    :param deterministic: greedy actions, else sampled ones
+    :return: ``success``, ``steps``, ``cells`` (distinct agent cells, the start included) and ``steps_to_success``
+        (the grid bound's lower bound at the start; None where the env's success rule is not known)
+    """
+    obs, _ = env.reset(seed=int(seed))
+    base = env.unwrapped
+    steps_to_success = MiniGridBound().steps_to_success(env)  # reward values play no part in it
+    cells = {tuple(int(v) for v in base.agent_pos)}
+    steps, success, done = 0, False, False
+    while not done:
+        action, _ = model.predict(obs, deterministic=deterministic)
+        obs, reward, terminated, truncated, info = env.step(int(np.asarray(action).reshape(-1)[0]))
+        steps += 1
+        cells.add(tuple(int(v) for v in base.agent_pos))
+        done = terminated or truncated
+        if done:
+            success = is_success(float(reward), terminated, info)
+    return {"success": success, "steps": steps, "cells": len(cells), "steps_to_success": steps_to_success}
+
+
+def by_distance(episodes: Sequence[dict[str, Any]], edges: Sequence[int] = DEFAULT_EDGES) -> list[dict[str, Any]]:
+    """Group episodes by their steps to success at the start.
+
+    :param episodes: :func:`play_episode`'s outputs
+    :param edges: increasing lower edges of the groups; the last group is open above
+    :return: one row per non-empty group: ``low``, ``high`` (None for the last), ``episodes``, ``success`` (rate),
+        ``cells`` (mean distinct cells visited) and ``cells_failed`` (the same over the failed episodes, None if none)
+    """
+    if list(edges) != sorted(set(edges)) or not edges:
+        raise ValueError(f"edges must be increasing and not empty, got {list(edges)}")
+    rows = []
+    for i, low in enumerate(edges):
+        high = edges[i + 1] if i + 1 < len(edges) else None
+        group = [e for e in episodes if e["steps_to_success"] is not None and e["steps_to_success"] >= low
+                 and (high is None or e["steps_to_success"] < high)]  # fmt: skip
+        if not group:
+            continue
+        failed = [e["cells"] for e in group if not e["success"]]
+        rows.append({
+            "low": low,
+            "high": high,
+            "episodes": len(group),
+            "success": float(np.mean([e["success"] for e in group])),
+            "cells": float(np.mean([e["cells"] for e in group])),
+            "cells_failed": float(np.mean(failed)) if failed else None,
+        })  # fmt: skip
+    return rows
+
+
+def format_rows(rows: Sequence[dict[str, Any]]) -> str:
+    """:param rows: :func:`by_distance`'s output
+    :return: a markdown table"""
+    lines = ["| steps to success | episodes | success | cells visited | cells visited, failed |"]
+    lines.append("| --- | ---: | ---: | ---: | ---: |")
+    for row in rows:
+        span = f"{row['low']}–{row['high'] - 1}" if row["high"] is not None else f"{row['low']}+"
+        failed = "–" if row["cells_failed"] is None else f"{row['cells_failed']:.0f}"
+        lines.append(f"| {span} | {row['episodes']} | {row['success']:.2f} | {row['cells']:.0f} | {failed} |")
+    return "\n".join(lines)
+
+
+def load_model(path: Path, method: str) -> BaseAlgorithm:
+    """:param path: a saved model
+    :param method: the table's method that trained it (``dirpg``, ``reinforce``, ``ppo`` or ``ppo_shaped``)
+    :return: the model, on the CPU"""
+    from stable_baselines3 import PPO
+
+    from sb3_dirpg import DirPG
+    from sb3_dirpg.baselines.reinforce import Reinforce
+
+    classes: dict[str, type[BaseAlgorithm]] = {"dirpg": DirPG, "reinforce": Reinforce, "ppo": PPO, "ppo_shaped": PPO}
+    if method not in classes:
+        raise ValueError(f"--method must be one of {sorted(classes)}, got {method!r}")
+    if not Path(path).is_file():
+        raise FileNotFoundError(f"no saved model at {path}: pass a cell's model.zip")
+    return classes[method].load(path, device="cpu")
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Command line: see the module's docstring.
+
+    :param argv: the arguments (``sys.argv[1:]`` when None)
+    """
+    from sb3_dirpg.experiments.minigrid_table import evaluation_env
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("model", type=Path, help="a saved model (a table cell's model.zip)")
+    parser.add_argument("--env", required=True, help="the env id the model was trained on")
+    parser.add_argument("--method", default="dirpg", help="the table's method that trained it (its entry's wrappers)")
+    parser.add_argument("--seeds", type=int, nargs=2, default=(10_000, 200), metavar=("FIRST", "COUNT"))
+    parser.add_argument("--edges", type=int, nargs="+", default=list(DEFAULT_EDGES), help="lower edges of the groups")
+    parser.add_argument("--greedy", action="store_true", help="greedy actions (default: sampled, as the table)")
+    args = parser.parse_args(argv)
+    model = load_model(args.model, args.method)
+    env = build_env(args.env, *evaluation_env(args.env, args.method))
+    th.manual_seed(0)
+    episodes = [play_episode(model, env, seed, args.greedy) for seed in range(args.seeds[0], args.seeds[0] + args.seeds[1])]
+    print(f"{args.env}, {args.model}: success {np.mean([e['success'] for e in episodes]):.3f} over {len(episodes)} seeds "
+          f"({'greedy' if args.greedy else 'sampled'} actions)")  # fmt: skip
+    print(format_rows(by_distance(episodes, args.edges)))
+
+
+if __name__ == "__main__":
+    main()

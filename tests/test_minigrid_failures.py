@@ -1,0 +1,75 @@
+"""The failure analysis of trained MiniGrid policies: episodes are played and grouped as documented."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+from sb3_dirpg.experiments.minigrid_failures import by_distance, format_rows, load_model, play_episode
+
+LEFT, RIGHT, FORWARD = 0, 1, 2
+
+
+class ScriptedModel:
+    """Plays a fixed list of actions, then ``FORWARD`` forever (a stand-in for a model's ``predict``)."""
+
+    def __init__(self, actions: list[int]) -> None:
+        self.actions = list(actions)
+
+    def predict(self, obs: Any, deterministic: bool = False) -> tuple[np.ndarray, None]:
+        """:param obs: ignored
+        :param deterministic: ignored
+        :return: the next action"""
+        return np.array([self.actions.pop(0) if self.actions else FORWARD]), None
+
+
+@pytest.fixture
+def empty_env() -> gym.Env:
+    import minigrid  # noqa: F401
+
+    return gym.make("MiniGrid-Empty-5x5-v0")  # agent at (1, 1) facing east, goal at (3, 3)
+
+
+def test_a_shortest_way_to_the_goal_succeeds_with_its_cells_counted(empty_env: gym.Env) -> None:
+    episode = play_episode(ScriptedModel([FORWARD, FORWARD, RIGHT, FORWARD, FORWARD]), empty_env, 0, True)
+    # the goal is 4 cells away; its reward comes on the step entering it, 3 steps after the first
+    assert episode == {"success": True, "steps": 5, "cells": 5, "steps_to_success": 3}
+
+
+def test_a_policy_stuck_at_a_wall_fails_after_the_step_limit(empty_env: gym.Env) -> None:
+    episode = play_episode(ScriptedModel([]), empty_env, 0, True)
+    assert episode == {"success": False, "steps": empty_env.unwrapped.max_steps, "cells": 3, "steps_to_success": 3}
+
+
+def test_episodes_are_grouped_by_steps_to_success() -> None:
+    episodes = [
+        {"success": True, "steps": 5, "cells": 4, "steps_to_success": 2},
+        {"success": False, "steps": 100, "cells": 30, "steps_to_success": 9},
+        {"success": True, "steps": 20, "cells": 12, "steps_to_success": 15},
+        {"success": False, "steps": 100, "cells": 50, "steps_to_success": 40},
+        {"success": False, "steps": 100, "cells": 10, "steps_to_success": 41},
+        {"success": True, "steps": 100, "cells": 10, "steps_to_success": None},  # rule unknown: left out
+    ]
+    rows = by_distance(episodes, (0, 10, 20, 30))
+    assert [(r["low"], r["high"], r["episodes"]) for r in rows] == [(0, 10, 2), (10, 20, 1), (30, None, 2)]
+    assert [r["success"] for r in rows] == [0.5, 1.0, 0.0]
+    assert [r["cells"] for r in rows] == [17.0, 12.0, 30.0]
+    assert [r["cells_failed"] for r in rows] == [30.0, None, 30.0]
+    table = format_rows(rows).splitlines()
+    assert table[2] == "| 0–9 | 2 | 0.50 | 17 | 30 |" and table[-1] == "| 30+ | 2 | 0.00 | 30 | 30 |"
+
+
+def test_edges_must_increase() -> None:
+    with pytest.raises(ValueError, match="edges must be increasing"):
+        by_distance([], (10, 0))
+
+
+def test_a_wrong_method_or_a_missing_model_is_named(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="--method must be one of"):
+        load_model(tmp_path / "model.zip", "a2c")
+    with pytest.raises(FileNotFoundError, match="no saved model at"):
+        load_model(tmp_path / "model.zip", "dirpg")
