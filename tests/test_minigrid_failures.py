@@ -49,7 +49,7 @@ def test_episodes_are_grouped_by_steps_to_success() -> None:
     episodes = [
         {"success": True, "steps": 5, "cells": 4, "steps_to_success": 2},
         {"success": False, "steps": 100, "cells": 30, "steps_to_success": 9},
-        {"success": True, "steps": 20, "cells": 12, "steps_to_success": 15},
+        {"success": True, "steps": 20, "cells": 12, "steps_to_success": 10},  # on an edge: the upper group
         {"success": False, "steps": 100, "cells": 50, "steps_to_success": 40},
         {"success": False, "steps": 100, "cells": 10, "steps_to_success": 41},
         {"success": True, "steps": 100, "cells": 10, "steps_to_success": None},  # rule unknown: left out

@@ -98,14 +98,14 @@ def format_rows(rows: Sequence[dict[str, Any]]) -> str:
 
 def load_model(path: Path, method: str) -> BaseAlgorithm:
     """:param path: a saved model
-    :param method: the table's method that trained it (``dirpg``, ``reinforce``, ``ppo`` or ``ppo_shaped``)
+    :param method: the method that trained it: one of the zoo bridge's algorithms (``dirpg``, ``reinforce``, ``cem``),
+        ``ppo`` or ``ppo_shaped``
     :return: the model, on the CPU"""
     from stable_baselines3 import PPO
 
-    from sb3_dirpg import DirPG
-    from sb3_dirpg.baselines.reinforce import Reinforce
+    from sb3_dirpg.integrations.zoo import ZOO_ALGOS
 
-    classes: dict[str, type[BaseAlgorithm]] = {"dirpg": DirPG, "reinforce": Reinforce, "ppo": PPO, "ppo_shaped": PPO}
+    classes: dict[str, type[BaseAlgorithm]] = {**ZOO_ALGOS, "ppo": PPO, "ppo_shaped": PPO}
     if method not in classes:
         raise ValueError(f"--method must be one of {sorted(classes)}, got {method!r}")
     if not Path(path).is_file():
