@@ -112,6 +112,42 @@ def test_mission_gates_can_score_the_missions_object() -> None:
     assert features.shape == (1, cnn.features_dim)
 
 
+def test_cnn_reads_stacked_frames() -> None:
+    """With gymnasium's FrameStackObservation(3), the first convolution gets the three views' channels frame by frame,
+    oldest first, and the features end with the three directions' one-hots; DirPG trains on such an env."""
+    import gymnasium as gym
+
+    from sb3_dirpg.envs import DirectionImageObs
+
+    env = gym.wrappers.FrameStackObservation(DirectionImageObs(make_minigrid_env("MiniGrid-FourRooms-v0")), 3)
+    cnn = MiniGridCNN(env.observation_space)
+    assert cnn.features_dim == 64 + 3 * 4
+    obs, _ = env.reset(seed=1)
+    for action in (0, 2, 1):  # turn left, walk, turn right: three different views and two directions
+        obs, *_ = env.step(action)
+    frames = [th.as_tensor(frame).permute(2, 0, 1) for frame in obs["image"]]
+    assert not th.equal(frames[0], frames[2])
+    image = th.as_tensor(obs["image"])[None]
+    assert th.equal(cnn._to_channels_first(image), th.cat(frames)[None])
+    one_hots = th.nn.functional.one_hot(th.as_tensor(obs["direction"]), 4).float().reshape(1, -1)
+    features = cnn({"image": image, "direction": one_hots})
+    assert th.equal(features[:, 64:], one_hots)
+    gated = MiniGridCNN(MissionObs(env).observation_space, mission_gates=1)
+    mission = th.rand(1, gated.n_mission)
+    newest = gated._gate_channels(cnn._to_channels_first(image)[:, -3:], mission)
+    assert th.equal(gated._gate_channels(cnn._to_channels_first(image), mission), newest)  # the gates read the newest view
+    assert not th.equal(gated._gate_channels(cnn._to_channels_first(image)[:, :3], mission), newest)
+
+    # the FourRooms entry's wrappers (its progress reward makes the searched trajectories differ), then the stack
+    wrappers = table.entry("MiniGrid-FourRooms-v0", "dirpg")["env_wrapper"]
+    env = build_env("MiniGrid-FourRooms-v0", {}, [*wrappers, {"gymnasium.wrappers.FrameStackObservation": {"stack_size": 3}}])
+    policy_kwargs = dict(features_extractor_class=MiniGridCNN, net_arch=[], normalize_images=False)
+    model = DirPG("MultiInputPolicy", env, search_budget=100, seed=0, device="cpu", policy_kwargs=policy_kwargs)
+    before = [param.detach().clone() for param in model.policy.parameters()]
+    model.learn(600)
+    assert any(not th.equal(a, b) for a, b in zip(before, model.policy.parameters()))
+
+
 def test_held_out_evaluation_records_resumes_and_leaves_training_alone(tmp_path) -> None:
     """The callback evaluates at 0, budget/2 and budget, writes a record and a checkpoint, and changes nothing in
     training (same weights as without it); a second process resumes from the record's last point."""

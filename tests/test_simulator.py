@@ -400,6 +400,30 @@ def test_action_masker_masks_and_generic_wrapper_state():
     np.testing.assert_array_equal(plain.action_masks(), np.ones(4, dtype=bool))
 
 
+def test_frame_stack_restores_its_frames():
+    """gymnasium's FrameStackObservation keeps its frames in a deque, which the generic layer state copies: after a
+    restore, the stack holds the frames of the snapshot's history, not those of the branch taken since."""
+    from sb3_dirpg.envs import DirectionImageObs
+
+    def make() -> gym.Env:
+        return gym.wrappers.FrameStackObservation(DirectionImageObs(gym.make("MiniGrid-FourRooms-v0")), 4)
+
+    sim, ref = SimulatorWrapper(make()), make()
+    sim.reset(seed=5)
+    ref.reset(seed=5)
+    rng = np.random.default_rng(0)
+    step_both(sim, ref, [1, 2, 2])  # turn, then walk: the frames differ
+    s = sim.snapshot()
+    ref_at_s = copy.deepcopy(ref)
+    for _ in range(3):
+        for a in rng.integers(0, 3, size=6):  # a divergent branch, long enough to push every frame out of the stack
+            sim.step(a)
+        sim.restore(s)
+        ref = copy.deepcopy(ref_at_s)
+        step_both(sim, ref, rng.integers(0, 3, size=8))
+        sim.restore(s)
+
+
 def test_strip_monitor_leaves_original_chain_untouched():
     inner = gym.make("CartPole-v1")
     monitor = Monitor(inner)

@@ -29,6 +29,9 @@ class MiniGridCNN(BaseFeaturesExtractor):
     Works on ``Dict(image=Box(7, 7, 3) or Box(3, 7, 7), direction=Discrete(4))`` observations (see
     :class:`sb3_dirpg.envs.DirectionImageObs`). SB3's ``NatureCNN`` needs images of at least 36×36.
     Pass ``normalize_images=False`` in ``policy_kwargs`` to feed MiniGrid's small integer codes unscaled.
+    Frames stacked by gymnasium's ``FrameStackObservation(k)`` (image ``Box(k, 7, 7, 3)``, direction
+    ``MultiDiscrete([4] * k)``) enter the first convolution as ``3 k`` channels, oldest first, with all ``k`` directions;
+    the mission gates score the newest frame.
 
     :param observation_space: the Dict observation space
     :param mission_gates: mission-scored input channels (0: the paper's network; needs a ``mission`` key otherwise)
@@ -38,10 +41,17 @@ class MiniGridCNN(BaseFeaturesExtractor):
         if not isinstance(observation_space, spaces.Dict) or "image" not in observation_space.spaces:
             raise ValueError(f"MiniGridCNN needs a Dict observation space with an 'image' key, got {observation_space}")
         image_shape = observation_space["image"].shape
-        self._channels_last = image_shape[-1] == 3 and image_shape[0] != 3
-        n_channels = image_shape[-1] if self._channels_last else image_shape[0]
+        frame_shape = image_shape[-3:]
+        self._channels_last = frame_shape[-1] == 3 and frame_shape[0] != 3
+        n_frames = image_shape[0] if len(image_shape) == 4 else 1
+        n_channels = n_frames * (frame_shape[-1] if self._channels_last else frame_shape[0])
         direction = observation_space.spaces.get("direction")
-        n_direction = int(direction.n) if isinstance(direction, spaces.Discrete) else 0
+        if isinstance(direction, spaces.Discrete):
+            n_direction = int(direction.n)
+        elif isinstance(direction, spaces.MultiDiscrete):
+            n_direction = int(np.sum(direction.nvec))
+        else:
+            n_direction = 0
         mission = observation_space.spaces.get("mission")
         n_mission = int(np.prod(mission.shape)) if isinstance(mission, spaces.Box) else 0
         if mission_gates < 0 or (mission_gates and not n_mission):
@@ -72,7 +82,11 @@ class MiniGridCNN(BaseFeaturesExtractor):
         self.n_mission = n_mission
 
     def _to_channels_first(self, image: th.Tensor) -> th.Tensor:
-        return image.permute(0, 3, 1, 2) if self._channels_last else image
+        """:param image: a batch of views, (batch, [frames,] 7, 7, 3) or (batch, [frames,] 3, 7, 7)
+        :return: the views channels first, the frames' channels one after the other, (batch, frames * 3, 7, 7)"""
+        if self._channels_last:
+            image = image.movedim(-1, -3)
+        return image.reshape(image.shape[0], -1, *image.shape[-2:])
 
     def forward(self, observations: dict[str, th.Tensor]) -> th.Tensor:
         """:param observations: preprocessed Dict observation (direction one-hot)
@@ -89,11 +103,11 @@ class MiniGridCNN(BaseFeaturesExtractor):
         return features
 
     def _gate_channels(self, image: th.Tensor, mission: th.Tensor) -> th.Tensor:
-        """:param image: the view, channels first (batch, 3, 7, 7): object type, colour, state codes
+        """:param image: the views, channels first (batch, frames * 3, 7, 7): object type, colour, state codes per frame
         :param mission: the mission vectors (batch, n_mission)
-        :return: the gates' scores of every cell, (batch, mission_gates, 7, 7)"""
-        kinds = nn.functional.one_hot(image[:, 0].long().clamp(0, N_OBJECT_TYPES - 1), N_OBJECT_TYPES)
-        colors = nn.functional.one_hot(image[:, 1].long().clamp(0, N_COLORS - 1), N_COLORS)
+        :return: the gates' scores of every cell of the newest view, (batch, mission_gates, 7, 7)"""
+        kinds = nn.functional.one_hot(image[:, -3].long().clamp(0, N_OBJECT_TYPES - 1), N_OBJECT_TYPES)
+        colors = nn.functional.one_hot(image[:, -2].long().clamp(0, N_COLORS - 1), N_COLORS)
         cells = th.cat([kinds, colors], dim=-1).float()  # (batch, 7, 7, 17)
         weights = self.gates(mission.reshape(mission.shape[0], -1)).reshape(mission.shape[0], self.mission_gates, -1)
         return th.einsum("bhwc,bgc->bghw", cells, weights)
