@@ -73,3 +73,19 @@ def test_a_wrong_method_or_a_missing_model_is_named(tmp_path: Path) -> None:
         load_model(tmp_path / "model.zip", "a2c")
     with pytest.raises(FileNotFoundError, match="no saved model at"):
         load_model(tmp_path / "model.zip", "dirpg")
+
+
+def test_a_variant_is_played_on_its_own_env(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """A model trained on a variant's env (here 2 stacked views) is played on that env when --params names it."""
+    from sb3_dirpg import DirPG, MiniGridCNN
+    from sb3_dirpg.experiments.held_out import build_env
+    from sb3_dirpg.experiments.minigrid_failures import main
+    from sb3_dirpg.experiments.minigrid_table import entry
+
+    env_id = "MiniGrid-FourRooms-v0"
+    wrappers = [*entry(env_id, "dirpg")["env_wrapper"], {"gymnasium.wrappers.FrameStackObservation": {"stack_size": 2}}]
+    policy_kwargs = dict(features_extractor_class=MiniGridCNN, net_arch=[], normalize_images=False)
+    env = build_env(env_id, {"max_steps": 100}, wrappers)
+    DirPG("MultiInputPolicy", env, search_budget=10, seed=0, device="cpu", policy_kwargs=policy_kwargs).save(tmp_path / "m")
+    main([str(tmp_path / "m.zip"), "--env", env_id, "--seeds", "10000", "2", "--params", f"env_wrapper:{wrappers!r}"])
+    assert f"{env_id}, {tmp_path / 'm.zip'}: success" in capsys.readouterr().out

@@ -127,9 +127,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--seeds", type=int, nargs=2, default=(10_000, 200), metavar=("FIRST", "COUNT"))
     parser.add_argument("--edges", type=int, nargs="+", default=list(DEFAULT_EDGES), help="lower edges of the groups")
     parser.add_argument("--greedy", action="store_true", help="greedy actions (default: sampled, as the table)")
+    parser.add_argument("--params", nargs="+", default=[], metavar="KEY:VALUE",
+                        help="the variant's changes, as the table's --params gave them (an env_wrapper changes the env)")
     args = parser.parse_args(argv)
     model = load_model(args.model, args.method)
-    env = build_env(args.env, *evaluation_env(args.env, args.method))
+    env = build_env(args.env, *evaluation_env(args.env, args.method, args.params))
     th.manual_seed(0)
     episodes = [play_episode(model, env, seed, args.greedy) for seed in range(args.seeds[0], args.seeds[0] + args.seeds[1])]
     print(f"{args.env}, {args.model}: success {np.mean([e['success'] for e in episodes]):.3f} over {len(episodes)} seeds "
