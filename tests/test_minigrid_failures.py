@@ -76,16 +76,20 @@ def test_a_wrong_method_or_a_missing_model_is_named(tmp_path: Path) -> None:
 
 
 def test_a_variant_is_played_on_its_own_env(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
-    """A model trained on a variant's env (here 2 stacked views) is played on that env when --params names it."""
+    """A model trained on a variant's env (here one view, where the entry stacks 4) is played on that env when --params
+    names it."""
     from sb3_dirpg import DirPG, MiniGridCNN
     from sb3_dirpg.experiments.held_out import build_env
     from sb3_dirpg.experiments.minigrid_failures import main
     from sb3_dirpg.experiments.minigrid_table import entry
 
     env_id = "MiniGrid-FourRooms-v0"
-    wrappers = [*entry(env_id, "dirpg")["env_wrapper"], {"gymnasium.wrappers.FrameStackObservation": {"stack_size": 2}}]
+    wrappers = [w for w in entry(env_id, "dirpg")["env_wrapper"] if "gymnasium.wrappers.FrameStackObservation" not in w]
+    assert len(wrappers) == len(entry(env_id, "dirpg")["env_wrapper"]) - 1
     policy_kwargs = dict(features_extractor_class=MiniGridCNN, net_arch=[], normalize_images=False)
     env = build_env(env_id, {"max_steps": 100}, wrappers)
     DirPG("MultiInputPolicy", env, search_budget=10, seed=0, device="cpu", policy_kwargs=policy_kwargs).save(tmp_path / "m")
+    with pytest.raises(ValueError, match="a variant's model needs the variant's --params"):
+        main([str(tmp_path / "m.zip"), "--env", env_id, "--seeds", "10000", "2"])
     main([str(tmp_path / "m.zip"), "--env", env_id, "--seeds", "10000", "2", "--params", f"env_wrapper:{wrappers!r}"])
     assert f"{env_id}, {tmp_path / 'm.zip'}: success" in capsys.readouterr().out

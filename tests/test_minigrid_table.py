@@ -67,6 +67,16 @@ def test_commands() -> None:
     assert ours[ours.index("--trained-agent") + 1] == "/runs/MiniGrid-Fetch-5x5-N2-v0/dirpg-s2/model.zip"
 
 
+def test_settings_name_the_observation_wrappers_and_their_arguments() -> None:
+    """The table's observation column names each observation wrapper, with its arguments where the entry gives some:
+    DirPG sees 4 stacked views on FourRooms, REINFORCE one (it did worse with the stack on seed 0)."""
+    stacked = "FastObservation+DirectionImageObs+FrameStackObservation(stack_size=4)"
+    assert table.describe("MiniGrid-FourRooms-v0", "dirpg")["observation"] == stacked
+    assert table.describe("MiniGrid-FourRooms-v0", "reinforce")["observation"] == "FastObservation+DirectionImageObs"
+    assert table.describe("MiniGrid-DoorKey-5x5-v0", "dirpg")["observation"] == "FastObservation+DirectionImageObs"
+    assert table.describe("MiniGrid-FourRooms-v0", "ppo_shaped")["observation"] == "FlatObsWrapper"
+
+
 def test_mission_encoding() -> None:
     width = 12
     code = encode_mission("put the blue key near the purple box")
@@ -114,7 +124,8 @@ def test_mission_gates_can_score_the_missions_object() -> None:
 
 def test_cnn_reads_stacked_frames() -> None:
     """With gymnasium's FrameStackObservation(3), the first convolution gets the three views' channels frame by frame,
-    oldest first, and the features end with the three directions' one-hots; DirPG trains on such an env."""
+    oldest first, and the features end with the three directions' one-hots; DirPG trains on the stacked FourRooms
+    entry."""
     import gymnasium as gym
 
     from sb3_dirpg.envs import DirectionImageObs
@@ -138,9 +149,9 @@ def test_cnn_reads_stacked_frames() -> None:
     assert th.equal(gated._gate_channels(cnn._to_channels_first(image), mission), newest)  # the gates read the newest view
     assert not th.equal(gated._gate_channels(cnn._to_channels_first(image)[:, :3], mission), newest)
 
-    # the FourRooms entry's wrappers (its progress reward makes the searched trajectories differ), then the stack
-    wrappers = table.entry("MiniGrid-FourRooms-v0", "dirpg")["env_wrapper"]
-    env = build_env("MiniGrid-FourRooms-v0", {}, [*wrappers, {"gymnasium.wrappers.FrameStackObservation": {"stack_size": 3}}])
+    # the shipped FourRooms entry stacks 4 views (its progress reward makes the searched trajectories differ)
+    env = build_env("MiniGrid-FourRooms-v0", {}, table.entry("MiniGrid-FourRooms-v0", "dirpg")["env_wrapper"])
+    assert env.observation_space["image"].shape == (4, 7, 7, 3)
     policy_kwargs = dict(features_extractor_class=MiniGridCNN, net_arch=[], normalize_images=False)
     model = DirPG("MultiInputPolicy", env, search_budget=100, seed=0, device="cpu", policy_kwargs=policy_kwargs)
     before = [param.detach().clone() for param in model.policy.parameters()]

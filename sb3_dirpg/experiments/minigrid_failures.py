@@ -45,8 +45,13 @@ def play_episode(model: BaseAlgorithm, env: gym.Env, seed: int, deterministic: b
     cells = {tuple(int(v) for v in base.agent_pos)}
     steps, success, done = 0, False, False
     while not done:
-        action, _ = model.predict(obs, deterministic=deterministic)
-        obs, reward, terminated, truncated, info = env.step(int(np.asarray(action).reshape(-1)[0]))
+        action = np.asarray(model.predict(obs, deterministic=deterministic)[0]).reshape(-1)
+        if action.size != 1:  # SB3 read the observation as a batch: the model was trained on other observations
+            raise ValueError(
+                f"the model gave {action.size} actions for one observation of {env.observation_space}: it was trained on "
+                "other observations (a variant's model needs the variant's --params, with its env_wrapper)"
+            )
+        obs, reward, terminated, truncated, info = env.step(int(action[0]))
         steps += 1
         cells.add(tuple(int(v) for v in base.agent_pos))
         done = terminated or truncated

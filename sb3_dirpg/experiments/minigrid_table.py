@@ -256,6 +256,13 @@ def _name(spec: Any) -> str:
     return str(next(iter(spec)) if isinstance(spec, dict) else spec).rsplit(".", 1)[-1]
 
 
+def _label(spec: Any) -> str:
+    """:param spec: an import path, or a one-key dict of an import path and its keyword arguments
+    :return: the class or function name, with its keyword arguments if any: ``FrameStackObservation(stack_size=4)``"""
+    kwargs = dict(next(iter(spec.values())) or {}) if isinstance(spec, dict) else {}
+    return _name(spec) + (f"({', '.join(f'{key}={value!r}' for key, value in kwargs.items())})" if kwargs else "")
+
+
 def _reward_terms(specs: Sequence[Any]) -> str:
     """:param specs: an entry's ``env_wrapper`` list
     :return: the reward the reward wrappers in it give, e.g. ``goal 100, door 30, pickup 5``"""
@@ -281,13 +288,12 @@ def describe(env_id: str, method: str) -> dict[str, str]:
     :return: the reward, observation and heuristic the method uses"""
     settings = {**entry(env_id, method), **overrides(env_id, method)}
     specs = _as_list(settings.get("env_wrapper"))
-    wrappers = [_name(w) for w in specs]
     terms = _reward_terms(specs)
     steps = (settings.get("env_kwargs") or {}).get("max_steps", "env default")
     heuristic = settings.get("heuristic", "none")
     return {
         "reward": f"{f'shaped ({terms})' if terms else 'MiniGrid sparse'}, max_steps {steps}",
-        "observation": "+".join(w for w in wrappers if not w.endswith("Reward")) or "raw",
+        "observation": "+".join(_label(w) for w in specs if not _name(w).endswith("Reward")) or "raw",
         "heuristic": _name(heuristic) + (
             f" ({settings['priority']}, alpha {settings.get('alpha', '-')})" if "priority" in settings else ""
         ),
