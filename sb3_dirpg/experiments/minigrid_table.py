@@ -256,10 +256,16 @@ def _name(spec: Any) -> str:
     return str(next(iter(spec)) if isinstance(spec, dict) else spec).rsplit(".", 1)[-1]
 
 
+def _kwargs(spec: Any) -> dict[str, Any]:
+    """:param spec: an import path, or a one-key dict of an import path and its keyword arguments
+    :return: the keyword arguments (empty for a bare import path)"""
+    return dict(next(iter(spec.values())) or {}) if isinstance(spec, dict) else {}
+
+
 def _label(spec: Any) -> str:
     """:param spec: an import path, or a one-key dict of an import path and its keyword arguments
     :return: the class or function name, with its keyword arguments if any: ``FrameStackObservation(stack_size=4)``"""
-    kwargs = dict(next(iter(spec.values())) or {}) if isinstance(spec, dict) else {}
+    kwargs = _kwargs(spec)
     return _name(spec) + (f"({', '.join(f'{key}={value!r}' for key, value in kwargs.items())})" if kwargs else "")
 
 
@@ -271,7 +277,7 @@ def _reward_terms(specs: Sequence[Any]) -> str:
 
     terms = []
     for spec in specs:
-        kwargs = dict(next(iter(spec.values())) or {}) if isinstance(spec, dict) else {}
+        kwargs = _kwargs(spec)
         if _name(spec) == "MiniGridShapedReward":
             values = {"goal": kwargs.get("goal_reward", DEFAULT_GOAL_REWARD),
                       "door": kwargs.get("door_reward", DEFAULT_DOOR_REWARD),
