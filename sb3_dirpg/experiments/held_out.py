@@ -178,6 +178,7 @@ class HeldOutEvaluation(BaseCallback):
             self._record = json.loads(self.record_path.read_text())
             # a resumed run: drop points made after the checkpoint it resumes from
             self._record["points"] = [p for p in self._record["points"] if p["interactions"] <= self.offset]
+            self._record["budget"] = self.budget  # a run may be resumed to a larger budget than it first had
         else:
             self._record = {"env_id": self.env_id, "budget": self.budget, "points": []}
         done = [p["interactions"] for p in self._record["points"]]

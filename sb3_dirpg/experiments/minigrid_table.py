@@ -310,6 +310,17 @@ def describe(env_id: str, method: str) -> dict[str, str]:
 VARIANT_SETTINGS = {"reward": "variant, see hyperparameters", "observation": "", "heuristic": ""}
 
 
+def mean_success(curves: Sequence[Any], budgets: Sequence[float], mark: float, column: int = 1) -> float | None:
+    """:param curves: one method's ``[interactions, sampled, greedy]`` rows per seed
+    :param budgets: each seed's budget (seeds whose budget is short of ``mark`` are left out)
+    :param mark: interactions where to read the success
+    :param column: 1 for sampled success, 2 for greedy
+    :return: the mean success there, None while a seed has not got there"""
+    values = [success_at(curve, mark, column) for curve, budget in zip(curves, budgets) if budget >= mark]
+    known = [value for value in values if value is not None]
+    return float(np.mean(known)) if known and len(known) == len(values) else None
+
+
 def summarize(runs: Path, envs: Sequence[str], methods: Sequence[str]) -> dict[str, Any]:
     """:param runs: the folder of all cells
     :param envs: the envs to report
@@ -333,19 +344,18 @@ def summarize(runs: Path, envs: Sequence[str], methods: Sequence[str]) -> dict[s
             curves = [[[p["interactions"], p["sampled"]["success"], p["greedy"]["success"]] for p in r["points"]]
                       for r in records]  # fmt: skip
 
-            def mean(values: list[float | None]) -> float | None:
-                known = [v for v in values if v is not None]
-                return float(np.mean(known)) if known and len(known) == len(values) else None
-
+            end = max(r["budget"] for r in records)  # seeds stopped short of it (PPO's 1M rule) are left out
+            budgets = [r["budget"] for r in records]
             rows[method] = {
                 "seeds": len(records),
                 "finished": int(sum(r["points"][-1]["interactions"] >= r["budget"] for r in records if r["points"])),
+                "budgets": [int(budget) for budget in budgets],
                 "to_level": float(np.median(reach)),
                 "reached": int(np.isfinite(reach).sum()),
-                "at_zoo_budget": mean([success_at(c, min(zoo, r["budget"])) for c, r in zip(curves, records)]),
-                "at_end": mean([success_at(c, r["budget"]) for c, r in zip(curves, records)]),
-                "at_end_greedy": mean([success_at(c, r["budget"], column=2) for c, r in zip(curves, records)]),
-                "wall_s": float(np.mean([r["points"][-1]["wall_s"] for r in records if r["points"]])),
+                "at_zoo_budget": mean_success(curves, budgets, min(zoo, end)),
+                "at_end": mean_success(curves, budgets, end),
+                "at_end_greedy": mean_success(curves, budgets, end, column=2),
+                "wall_s": float(np.mean([r["points"][-1]["wall_s"] for r in records if r["points"] and r["budget"] >= end])),
                 "rate": float(np.mean([r["points"][-1]["interactions"] / r["points"][-1]["wall_s"]
                                        for r in records if r["points"] and r["points"][-1]["wall_s"] > 0] or [np.nan])),
                 "curves": curves,
@@ -357,6 +367,14 @@ def summarize(runs: Path, envs: Sequence[str], methods: Sequence[str]) -> dict[s
 
 def _fmt_rate(value: float | None) -> str:
     return "–" if value is None else f"{value:.2f}"
+
+
+def _seeds(method: dict[str, Any]) -> str:
+    """:param method: one method's row of the summary
+    :return: ``3 (3)``: seeds (finished), and how many were stopped short of the others' budget"""
+    end = max(method["budgets"])
+    short = {budget: method["budgets"].count(budget) for budget in sorted(set(method["budgets"])) if budget < end}
+    return f"{method['seeds']} ({method['finished']}" + "".join(f"; {n} to {format_count(b)}" for b, n in short.items()) + ")"
 
 
 def markdown_table(summary: dict[str, Any]) -> str:
@@ -371,8 +389,8 @@ def markdown_table(summary: dict[str, Any]) -> str:
         name = env_id.removeprefix("MiniGrid-").removesuffix("-v0") + (" (Unsolved)" if row["unsolved"] else "")
         for method, m in row["methods"].items():
             lines.append(
-                f"| {name} | {format_count(row['budget'])} ({format_count(row['zoo_budget'])}) | {method} | {m['seeds']} "
-                f"({m['finished']}) | {format_count(m['to_level'])} ({m['reached']}/{m['seeds']}) | "
+                f"| {name} | {format_count(row['budget'])} ({format_count(row['zoo_budget'])}) | {method} | {_seeds(m)} | "
+                f"{format_count(m['to_level'])} ({m['reached']}/{m['seeds']}) | "
                 f"{_fmt_rate(m['at_zoo_budget'])} | {_fmt_rate(m['at_end'])} / {_fmt_rate(m['at_end_greedy'])} | "
                 f"{m['wall_s'] / 60:.1f} min | {m['rate']:,.0f} | {m['reward']} | {m['observation']} | {m['heuristic']} |"
             )
