@@ -31,7 +31,7 @@ from sb3_dirpg import DirPG
 from sb3_dirpg.common import simulator_algorithm
 from sb3_dirpg.common.vec_simulator import VecSimulator
 from sb3_dirpg.envs import make_minigrid_env
-from sb3_dirpg.integrations.zoo import prepare_hyperparams
+from sb3_dirpg.integrations.zoo import algorithm_kwargs
 from sb3_dirpg.simulator.wrapper import SimulatorWrapper
 
 N6 = "MiniGrid-MultiRoom-N6-v0"
@@ -159,8 +159,7 @@ def shipped_n6(backend: str) -> Callable[[], DirPG]:
     """:param backend: ``simulator_backend``
     :return: a maker of DirPG with the N6 entry of zoo_hyperparams/dirpg.yml"""
     entry = yaml.safe_load((files("sb3_dirpg") / "zoo_hyperparams" / "dirpg.yml").read_text())[N6]
-    zoo_only = ("n_timesteps", "policy", "env_wrapper", "env_kwargs")
-    kwargs = {k: v for k, v in prepare_hyperparams(entry).items() if k not in zoo_only}
+    kwargs = algorithm_kwargs(entry)
 
     def make() -> DirPG:
         venv = make_vec_env(lambda: make_minigrid_env(N6, **entry["env_kwargs"]), n_envs=1, vec_env_cls=DummyVecEnv)

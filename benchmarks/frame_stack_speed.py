@@ -16,7 +16,7 @@ import torch as th
 from sb3_dirpg import DirPG
 from sb3_dirpg.experiments.held_out import build_env
 from sb3_dirpg.experiments.minigrid_table import entry
-from sb3_dirpg.integrations.zoo import prepare_hyperparams
+from sb3_dirpg.integrations.zoo import algorithm_kwargs
 
 ENV_ID = "MiniGrid-FourRooms-v0"
 STACK = "gymnasium.wrappers.FrameStackObservation"
@@ -27,11 +27,8 @@ def interactions_per_second(wrappers: list[Any], interactions: int) -> float:
     :param interactions: how many interactions to train for
     :return: the training interactions per second"""
     settings = entry(ENV_ID, "dirpg")
-    env_settings = ("n_timesteps", "env_wrapper", "env_kwargs")
-    hyperparams = prepare_hyperparams({key: value for key, value in settings.items() if key not in env_settings})
-    policy = hyperparams.pop("policy")
     env = build_env(ENV_ID, dict(settings.get("env_kwargs") or {}), wrappers)
-    model = DirPG(policy, env, seed=0, device="cpu", **hyperparams)
+    model = DirPG(settings["policy"], env, seed=0, device="cpu", **algorithm_kwargs(settings))
     start = time.perf_counter()
     model.learn(interactions)
     return interactions / (time.perf_counter() - start)

@@ -39,10 +39,9 @@ from sb3_dirpg import DirPG
 from sb3_dirpg.baselines import Reinforce
 from sb3_dirpg.common.batched_policy import BatchedPolicy
 from sb3_dirpg.envs import make_minigrid_env
-from sb3_dirpg.integrations.zoo import HYPERPARAMS_DIR, prepare_hyperparams
+from sb3_dirpg.integrations.zoo import HYPERPARAMS_DIR, algorithm_kwargs
 
 ENV_ID = "MiniGrid-MultiRoom-N6-v0"
-ZOO_ONLY = ("n_timesteps", "policy", "env_wrapper", "env_kwargs", "n_envs", "normalize")
 ROWS = {
     "dirpg": ("dirpg", {}),
     "dirpg_torch_forward": ("dirpg_torch", {}),
@@ -76,8 +75,7 @@ def shipped_model(algo: str, seed: int = 0, **changes: Any) -> DirPG | Reinforce
     :return: the model of the algorithm's N6 entry, on the env the entry builds (``max_steps`` 100)"""
     with open(HYPERPARAMS_DIR / f"{algo.removesuffix('_torch')}.yml") as file:
         entry = yaml.load(file, Loader=yaml.UnsafeLoader)[ENV_ID]
-    kwargs = {key: value for key, value in prepare_hyperparams(dict(entry)).items() if key not in ZOO_ONLY}
-    kwargs.update(changes)
+    kwargs = {**algorithm_kwargs(entry), **changes}
     env = make_minigrid_env(ENV_ID, **entry["env_kwargs"])
     cls = {"dirpg": DirPG, "dirpg_torch": TorchForwardDirPG, "reinforce": Reinforce}[algo]
     return cls(entry["policy"], env, seed=seed, device="cpu", **kwargs)

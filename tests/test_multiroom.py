@@ -19,19 +19,17 @@ from sb3_dirpg.baselines import Reinforce
 from sb3_dirpg.envs import make_minigrid_env
 from sb3_dirpg.envs.minigrid import MultiRoomBound
 from sb3_dirpg.experiments import multiroom
-from sb3_dirpg.integrations.zoo import HYPERPARAMS_DIR, prepare_hyperparams
+from sb3_dirpg.integrations.zoo import HYPERPARAMS_DIR, algorithm_kwargs, prepare_hyperparams
 
 pytestmark = pytest.mark.integration
 
 N6 = "MiniGrid-MultiRoom-N6-v0"
-ZOO_ONLY = ("n_timesteps", "policy", "env_wrapper", "env_kwargs")
 
 
 def shipped_n6(**overrides) -> DirPG:
     """DirPG with the hyperparameters of the N6 entry of ``zoo_hyperparams/dirpg.yml`` (untrained, seed 0)."""
     entry = yaml.safe_load((HYPERPARAMS_DIR / "dirpg.yml").read_text())[N6]
-    kwargs = {k: v for k, v in prepare_hyperparams(entry).items() if k not in ZOO_ONLY}
-    kwargs.update(overrides)
+    kwargs = {**algorithm_kwargs(entry), **overrides}
     venv = make_vec_env(lambda: make_minigrid_env(N6, **entry["env_kwargs"]), n_envs=1, vec_env_cls=DummyVecEnv)
     return DirPG(entry["policy"], venv, seed=0, device="cpu", **kwargs)
 

@@ -3,6 +3,7 @@ and the conversions of YAML-friendly hyperparameters."""
 
 from __future__ import annotations
 
+import inspect
 import os
 import shutil
 import subprocess
@@ -30,6 +31,7 @@ from sb3_dirpg.integrations.zoo import (
     ZOO_ALGOS,
     _argv,
     _with_defaults,
+    algorithm_kwargs,
     main,
     prepare_hyperparams,
     register_algorithms,
@@ -246,6 +248,24 @@ def test_policy_kwargs_and_prepare_hyperparams() -> None:
     assert prepared["epsilon"] == -0.5  # the sampled magnitude keeps the entry's (risk-averse) sign
     assert prepared["heuristic"].gamma == 0.9
     assert raw["policy_kwargs"] == "dict(net_arch=[8])"  # rl-zoo3 saves the raw entry: it is left alone
+
+
+@pytest.mark.parametrize("algo", sorted(ZOO_ALGOS))
+def test_every_shipped_entry_gives_arguments_its_constructor_takes(algo: str) -> None:
+    """``algorithm_kwargs`` of each shipped entry names only parameters of the algorithm's constructor (what rl-zoo3
+    reads itself is left out), so ``cls(entry["policy"], env, **algorithm_kwargs(entry))`` builds it."""
+    parameters: set[str] = set()
+    for cls in ZOO_ALGOS[algo].__mro__:  # a constructor with **kwargs passes them on to its base's
+        signature = inspect.signature(cls.__init__).parameters.values()
+        parameters |= {p.name for p in signature if p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)}
+        if all(p.kind != p.VAR_KEYWORD for p in signature):
+            break
+    with open(HYPERPARAMS_DIR / f"{algo}.yml") as file:
+        entries = yaml.load(file, Loader=yaml.UnsafeLoader)
+    for env_id, entry in entries.items():
+        kwargs = algorithm_kwargs(entry)
+        assert set(kwargs) <= parameters - {"policy", "env"}, (env_id, set(kwargs) - parameters)
+        assert "n_timesteps" in entry and "n_timesteps" not in kwargs
 
 
 def test_samplers_keep_the_entry_extractor_and_sample_alpha_only_with_astar() -> None:

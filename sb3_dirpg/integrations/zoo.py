@@ -235,6 +235,23 @@ def prepare_hyperparams(hyperparams: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+#: the keys of an entry that rl-zoo3 reads itself and does not pass to the algorithm's constructor
+ZOO_ONLY_KEYS = ("policy", "n_timesteps", "n_envs", "normalize", "env_kwargs", "monitor_kwargs", "frame_stack",
+                 "env_wrapper", "vec_env_wrapper", "callback")  # fmt: skip
+
+
+def algorithm_kwargs(hyperparams: dict[str, Any]) -> dict[str, Any]:
+    """The keyword arguments an entry gives the algorithm's constructor, as the bridge passes them: prepared by
+    :func:`prepare_hyperparams`, without the keys only rl-zoo3 reads (:data:`ZOO_ONLY_KEYS`). The env side of the entry
+    (``env_kwargs``, ``env_wrapper``, ``normalize``, ``n_envs``) is the caller's to build, and ``policy`` its first
+    argument: ``DirPG(entry["policy"], env, **algorithm_kwargs(entry))``.
+
+    :param hyperparams: the entry, as read from the YAML file
+    :return: a new dict
+    """
+    return {key: value for key, value in prepare_hyperparams(hyperparams).items() if key not in ZOO_ONLY_KEYS}
+
+
 # -- callbacks that count interactions -------------------------------------------------------------------------
 
 
