@@ -345,6 +345,9 @@ def test_a_median_that_running_seeds_may_still_reach_is_not_reached_yet() -> Non
     assert not undecided([_curve(None, end=4e5), _curve(None), _curve(None)], 1e6)
     assert undecided([[], [], _curve(None)], 1e6)  # seeds started but not yet evaluated are running too
     assert not undecided([_curve(2e5, end=4e5), _curve(3e5, end=6e5), _curve(None)], 1e6)  # reached: decided
+    stopped = [_curve(None, end=3e6), _curve(None), _curve(None)]  # two seeds stopped at their own 1M budget (PPO's rule)
+    assert undecided(stopped, 3e6) and not undecided(stopped, 3e6, budgets=[3e6, 1e6, 1e6])
+    assert undecided([_curve(None, end=3e6), _curve(None, end=5e5), _curve(None, end=5e5)], 3e6, budgets=[3e6, 1e6, 1e6])
     verdict = judge({"MiniGrid-X-v0": _row(1e6, dirpg=running, reinforce=[_curve(None)] * 3)})
     assert verdict["envs"]["MiniGrid-X-v0"]["undecided"] == ["dirpg"]
     assert "| X | not reached yet | reinforce not reached |" in targets_table(verdict)

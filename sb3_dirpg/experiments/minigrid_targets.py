@@ -69,15 +69,18 @@ def median_reach(curves: Sequence[Sequence[Sequence[float]]], limit: float) -> f
     return float(np.median([first_reach(curve, limit) for curve in curves]))
 
 
-def undecided(curves: Sequence[Sequence[Sequence[float]]], limit: float) -> bool:
+def undecided(curves: Sequence[Sequence[Sequence[float]]], limit: float, budgets: Sequence[float] | None = None) -> bool:
     """Whether a median that is not reached may still be: the seeds still short of ``limit`` could reach 0.9 later.
 
     :param curves: one curve per seed
     :param limit: the last interactions that count
+    :param budgets: each seed's own budget, where seeds were stopped short of ``limit`` (PPO's 1M rule): such a seed
+        is finished at its budget, and one still running can reach 0.9 only by its budget
     :return: True when :func:`median_reach` is inf but would be finite were every running seed to reach 0.9 at its
         next evaluation"""
-    hopeful = [first_reach(curve, limit) if curve and curve[-1][0] >= limit else
-               min(first_reach(curve, limit), limit) for curve in curves]  # fmt: skip
+    ends = [min(limit, budget) for budget in budgets] if budgets is not None else [limit] * len(curves)
+    hopeful = [first_reach(curve, limit) if curve and curve[-1][0] >= end else
+               min(first_reach(curve, limit), end) for curve, end in zip(curves, ends)]  # fmt: skip
     return not np.isfinite(median_reach(curves, limit)) and bool(np.isfinite(np.median(hopeful)))
 
 
@@ -181,7 +184,8 @@ def judge(summary: dict[str, Any]) -> dict[str, Any]:
             "unsolved": row["unsolved"],
             "unsolved_solved": any(np.isfinite(first_reach(c, UNSOLVED_LIMIT)) for c in methods["dirpg"]["curves"]),
             "missing": missing,
-            "undecided": [m for m in ("dirpg", *baselines) if undecided(methods[m]["curves"], budget)],
+            "undecided": [m for m in ("dirpg", *baselines)
+                          if undecided(methods[m]["curves"], budget, methods[m].get("budgets"))],  # fmt: skip
         }
     contested = [e for e in envs.values() if e["baseline_reaches"]]
     unsolved = [e for e in envs.values() if e["unsolved"]]
