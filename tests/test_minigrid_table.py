@@ -300,6 +300,7 @@ def test_ppo_needs_three_seeds_to_1m_and_one_to_the_budget_where_all_are_far() -
     assert missing_cells("env", _row(3e6, ppo=[far, far, far], **extra)) == ["ppo: one seed to 3.00M"]
     assert missing_cells("env", _row(3e6, ppo=[long_far, far, near], **extra)) == ["ppo: 1 of 3 seeds to 3.00M"]
     assert missing_cells("env", _row(3e6, ppo=[long_far, far, far[:5]], **extra)) == ["ppo: 2 of 3 seeds to 1M"]
+    assert missing_cells("env", _row(3e6, ppo=[far], **extra)) == ["ppo: 1 of 3 seeds to 1M", "ppo: one seed to 3.00M"]
     assert missing_cells("env", _row(1e6, ppo=[far, far], **extra)) == ["ppo: 2 of 3 seeds"]
 
 

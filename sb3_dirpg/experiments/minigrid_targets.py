@@ -116,7 +116,7 @@ def missing_cells(env_id: str, row: dict[str, Any]) -> list[str]:
             to_end = sum(bool(curve) and curve[-1][0] >= budget for curve in curves)
             if to_1m < MIN_SEEDS:
                 missing.append(f"{method}: {to_1m} of {MIN_SEEDS} seeds to 1M")
-            elif all(value < PPO_FAR for value in at_1m if value is not None):
+            if all(value < PPO_FAR for value in at_1m if value is not None):
                 missing += [] if to_end else [f"{method}: one seed to {format_count(budget)}"]
             elif to_end < MIN_SEEDS:
                 missing.append(f"{method}: {to_end} of {MIN_SEEDS} seeds to {format_count(budget)}")
