@@ -229,6 +229,33 @@ def test_report_leaves_seeds_stopped_at_1m_out_of_the_end(tmp_path) -> None:
     assert "| ppo | 3 (3; 2 to 1.00M) |" in table.markdown_table(summary)
 
 
+def test_the_report_of_every_cell_rewrites_the_pages_blocks(tmp_path) -> None:
+    """``--report`` with no --methods reports every method and variant with a cell (the table's methods first) and
+    rewrites the page's two generated blocks, leaving the rest of the page; a report of named cells leaves the page."""
+    runs, out, page = tmp_path / "runs", tmp_path / "results", tmp_path / "results.md"
+    for name in ("ppo-s0", "dirpg@fine-s0", "dirpg-s0", "dirpg-s1"):
+        points = [{"interactions": x, "wall_s": x / 1e4, "sampled": {"success": 0.95 if x and "dirpg" in name else 0.0},
+                   "greedy": {"success": 0.0}} for x in range(0, 1_000_001, 500_000)]  # fmt: skip
+        folder = runs / "MiniGrid-DoorKey-5x5-v0" / name
+        folder.mkdir(parents=True)
+        (folder / "record.json").write_text(json.dumps({"budget": 1_000_000, "points": points}))
+    stale = "before\n<!-- minigrid table start -->\n\nold rows\n\n<!-- minigrid table end -->\nbetween\n"
+    page.write_text(stale + "<!-- minigrid targets start -->\nold targets\n<!-- minigrid targets end -->\nafter\n")
+    assert table.methods_in(runs, ["MiniGrid-DoorKey-5x5-v0"]) == ["dirpg", "ppo", "dirpg@fine"]
+
+    table.main(["--report", "--methods", "dirpg", "--runs", str(runs), "--out", str(out)])
+    assert "old rows" in page.read_text() and "| ppo |" not in (out / "minigrid_table.md").read_text()
+
+    table.main(["--report", "--runs", str(runs), "--out", str(out)])
+    text = page.read_text()
+    assert "old rows" not in text and "old targets" not in text
+    assert text.startswith("before\n") and "\nbetween\n" in text and text.endswith("after\n")
+    block = text.split("<!-- minigrid table start -->")[1].split("<!-- minigrid table end -->")[0]
+    rows = [line.split(" | ")[2] for line in block.splitlines() if "DoorKey" in line]
+    assert rows == ["dirpg", "ppo", "dirpg@fine"]
+    assert (out / "minigrid_targets.md").read_text().strip() in text
+
+
 def test_held_out_evaluation_leaves_ppo_training_alone(tmp_path) -> None:
     """PPO samples its actions from torch's generator: the sampled evaluation draws from its own seeded state and gives
     it back, so PPO's weights after training are the same with and without the callback."""

@@ -138,3 +138,21 @@ def _json_default(value: Any) -> Any:
     if isinstance(value, np.ndarray):
         return value.tolist()
     raise TypeError(f"cannot serialise {type(value).__name__}")
+
+
+def refresh_block(page: Path, name: str, text: str) -> bool:
+    """Replace what a Markdown page holds between ``<!-- NAME start -->`` and ``<!-- NAME end -->`` (a generated table
+    that the page shows), so that the page cannot fall behind the results it quotes.
+
+    :param page: the Markdown page
+    :param name: the block's name in its markers
+    :param text: the new content of the block
+    :return: whether the page has the block (a page without it is left as it is)
+    """
+    start, end = f"<!-- {name} start -->", f"<!-- {name} end -->"
+    content = page.read_text() if page.is_file() else ""
+    if start not in content or end not in content.split(start, 1)[1]:
+        return False
+    head, rest = content.split(start, 1)
+    page.write_text(f"{head}{start}\n\n{text.strip()}\n\n{end}{rest.split(end, 1)[1]}")
+    return True

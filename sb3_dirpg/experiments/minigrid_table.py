@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 import yaml
 
-from sb3_dirpg.experiments.common import default_out
+from sb3_dirpg.experiments.common import default_out, refresh_block
 from sb3_dirpg.experiments.held_out import write_json
 from sb3_dirpg.experiments.minigrid_targets import LEVEL, TIE_BREAK, format_count, judge, success_at, targets_table
 
@@ -50,6 +50,8 @@ ENVS = (
 )
 UNSOLVED = ("MiniGrid-MultiRoom-N4-S5-v0", "MiniGrid-LockedRoom-v0", "MiniGrid-ObstructedMaze-2Dlh-v0")
 METHODS = ("dirpg", "reinforce", "ppo", "ppo_shaped")
+#: the methods a run trains unless ``--methods`` names others
+TRAINED = ("dirpg", "reinforce", "ppo")
 MIN_BUDGET, MAX_BUDGET = 1_000_000, 3_000_000
 POINTS = 20  # an evaluation every 5 % of the budget
 
@@ -427,7 +429,18 @@ def plot(summary: dict[str, Any]) -> Any:
     return fig
 
 
-def report(runs: Path, out: Path, envs: Sequence[str], methods: Sequence[str]) -> dict[str, Any]:
+def methods_in(runs: Path, envs: Sequence[str]) -> list[str]:
+    """The methods and variants that have a cell in ``runs``, the table's methods first.
+
+    :param runs: the folder of all cells
+    :param envs: the envs to look in
+    :return: e.g. ``["dirpg", "reinforce", "ppo", "dirpg@fine"]``
+    """
+    found = {folder.parent.name.rsplit("-s", 1)[0] for env_id in envs for folder in (runs / env_id).glob("*-s*/record.json")}
+    return [method for method in METHODS if method in found] + sorted(found - set(METHODS))
+
+
+def report(runs: Path, out: Path, envs: Sequence[str], methods: Sequence[str], page: Path | None = None) -> dict[str, Any]:
     """Write ``minigrid_table.{json,md,png}`` into ``out``, and the targets judged on them
     (:mod:`~sb3_dirpg.experiments.minigrid_targets`) into ``minigrid_targets.{json,md}``.
 
@@ -435,6 +448,8 @@ def report(runs: Path, out: Path, envs: Sequence[str], methods: Sequence[str]) -
     :param out: the results folder
     :param envs: the envs to report
     :param methods: the methods to report
+    :param page: a results page whose ``minigrid table`` and ``minigrid targets`` blocks show these tables (they are
+        rewritten)
     :return: the summary
     """
     summary = summarize(runs, envs, methods)
@@ -444,6 +459,9 @@ def report(runs: Path, out: Path, envs: Sequence[str], methods: Sequence[str]) -
     verdict = judge(summarize(runs, envs, [*METHODS, *[f"{method}@{TIE_BREAK}" for method in METHODS]]))
     write_json(out / "minigrid_targets.json", verdict)
     (out / "minigrid_targets.md").write_text(targets_table(verdict))
+    if page is not None:
+        refresh_block(page, "minigrid table", markdown_table(summary))
+        refresh_block(page, "minigrid targets", targets_table(verdict))
     if any(row["methods"] for row in summary.values()):
         plot(summary).savefig(out / "minigrid_table.png", dpi=110)
     print(markdown_table(summary))
@@ -530,14 +548,17 @@ def probe_table(probe: dict[str, dict[str, dict[str, float]]]) -> str:
 def build_parser() -> argparse.ArgumentParser:
     """:return: the command-line parser"""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--envs", nargs="+", default=list(ENVS), help="env ids (default: the 12 of rl-zoo3's table)")
-    parser.add_argument("--methods", nargs="+", default=["dirpg", "reinforce", "ppo"],
-                        help=f"of {', '.join(METHODS)}; with --report, method@tag names a variant")
+    parser.add_argument("--envs", nargs="+", default=None, help="env ids (default: the 12 of rl-zoo3's table)")
+    parser.add_argument("--methods", nargs="+", default=None,
+                        help=f"of {', '.join(METHODS)} (default: {' '.join(TRAINED)}; with --report, every method and "
+                        "variant that has a cell); with --report, method@tag names a variant")
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     parser.add_argument("--procs", type=int, default=2, help="cells run at once (one core each)")
     parser.add_argument("--budget", type=int, default=None, help="override every cell's budget (quick checks)")
     parser.add_argument("--resume", action="store_true", help="skip finished cells, continue unfinished ones")
-    parser.add_argument("--report", action="store_true", help="only write the report from the runs made so far")
+    parser.add_argument("--report", action="store_true",
+                        help="only write the report from the runs made so far (of every cell, unless --envs, --methods "
+                        "or --tag name some)")
     parser.add_argument("--tag", default="", help="name of a variant of the methods (with --params or --budget)")
     parser.add_argument("--params", nargs="+", default=[], metavar="KEY:VALUE",
                         help="hyperparameters the variant changes (rl-zoo3's -params syntax; not env_kwargs)")
@@ -545,6 +566,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="only measure what the bound does for the search of an untrained policy, on MAPS maps")
     parser.add_argument("--runs", type=Path, default=None, help="folder of the cells (default: OUT/minigrid_table_runs)")
     parser.add_argument("--out", type=Path, default=None, help="results folder (default: docs/results in a checkout)")
+    parser.add_argument("--page", type=Path, default=None,
+                        help="results page whose table blocks the report rewrites (default: results.md beside the "
+                        "results folder, if there is one)")
     return parser
 
 
@@ -552,6 +576,9 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     """:param argv: command-line arguments
     :return: the summary"""
     args = build_parser().parse_args(argv)
+    methods_given, envs_given = args.methods is not None, args.envs is not None
+    args.methods = args.methods if methods_given else list(TRAINED)
+    args.envs = args.envs if envs_given else list(ENVS)
     if bool(args.tag) != bool(args.params) and not (args.tag and args.budget):
         raise SystemExit("--tag goes with --params or --budget: a variant has a name and the settings (or budget) it changes")
     if any(param.split(":")[0] in ("env_kwargs", "callback") for param in args.params):
@@ -584,7 +611,13 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         ]
         with ThreadPoolExecutor(max_workers=args.procs) as pool:
             list(pool.map(lambda cell: run_cell(cell, runs, args.resume), cells))
-    return report(runs, out, args.envs, [f"{method}@{args.tag}" if args.tag else method for method in args.methods])
+    if args.report and (methods_given or envs_given or args.tag):  # a report of the cells named
+        methods = [f"{method}@{args.tag}" if args.tag else method for method in args.methods]
+        return report(runs, out, args.envs, methods)
+    # the whole table: every env, method and variant with a cell, so that a run of a few cells leaves it whole
+    envs = [env_id for env_id in ENVS if (runs / env_id).is_dir()]
+    page = args.page or out.parent / "results.md"
+    return report(runs, out, envs, methods_in(runs, envs), page if page.is_file() else None)
 
 
 if __name__ == "__main__":
