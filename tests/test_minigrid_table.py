@@ -256,6 +256,66 @@ def test_the_report_of_every_cell_rewrites_the_pages_blocks(tmp_path) -> None:
     assert (out / "minigrid_targets.md").read_text().strip() in text
 
 
+def _record(runs, env_id: str, name: str, budget: int, end: int, success: float = 0.05, checkpoint: bool = False) -> None:
+    """A cell's record with evaluations every 5 % of its budget up to ``end``, at ``success`` (and a checkpoint)."""
+    points = [{"interactions": x, "wall_s": x / 1e3, "sampled": {"success": success}, "greedy": {"success": 0.0}}
+              for x in range(0, end + 1, budget // 20)]  # fmt: skip
+    folder = runs / env_id / name
+    folder.mkdir(parents=True)
+    (folder / "record.json").write_text(json.dumps({"budget": budget, "points": points}))
+    if checkpoint:
+        (folder / "model.zip").write_bytes(b"")
+
+
+def test_fill_plans_the_cells_the_targets_lack(tmp_path) -> None:
+    """--fill trains what the report's last column lacks: missing seeds to the budget; for rl-zoo3's PPO past 1M,
+    seeds to 1M and one seed on to the budget (the one with the furthest checkpoint, else the lowest), or all three
+    where a seed is near 0.9 at 1M; and PPO with DirPG's reward where it is missing."""
+    runs, m = tmp_path, 1_000_000
+    envs = ["MiniGrid-GoToDoor-5x5-v0", "MiniGrid-MultiRoom-N4-S5-v0", "MiniGrid-Fetch-5x5-N2-v0", "MiniGrid-LockedRoom-v0"]
+    for env_id in envs:
+        for method in ("dirpg", "reinforce"):
+            for seed in range(3):
+                if (env_id, method, seed) != ("MiniGrid-GoToDoor-5x5-v0", "reinforce", 1):
+                    _record(runs, env_id, f"{method}-s{seed}", 3 * m, 3 * m, success=0.95)
+    # GoToDoor: two checkpoints, at 1.05M and 150k: the furthest goes on
+    _record(runs, "MiniGrid-GoToDoor-5x5-v0", "ppo-s0", 3 * m, 1_050_000, checkpoint=True)
+    _record(runs, "MiniGrid-GoToDoor-5x5-v0", "ppo-s1", 3 * m, 150_000, checkpoint=True)
+    _record(runs, "MiniGrid-GoToDoor-5x5-v0", "ppo_shaped-s0", 3 * m, 3 * m)
+    # N4-S5: one seed stopped at 1M, no checkpoint: a seed that lacks 1M goes on, so that it fills a place there too
+    _record(runs, "MiniGrid-MultiRoom-N4-S5-v0", "ppo-s0", m, m)
+    _record(runs, "MiniGrid-MultiRoom-N4-S5-v0", "ppo-s3", 3 * m, 300_000)  # a seed cut short: one more is enough
+    _record(runs, "MiniGrid-MultiRoom-N4-S5-v0", "ppo_shaped-s0", 3 * m, 3 * m)
+    # Fetch: three seeds to 1M or past, none to the budget, all far from 0.9; no PPO with DirPG's reward
+    _record(runs, "MiniGrid-Fetch-5x5-N2-v0", "ppo-s0", 3 * m, 1_950_000)
+    for seed in (1, 2):
+        _record(runs, "MiniGrid-Fetch-5x5-N2-v0", f"ppo-s{seed}", m, m)
+    # LockedRoom: seed 1 is not far from 0.9 at 1M, so all three go on to the budget
+    for seed in range(3):
+        _record(runs, "MiniGrid-LockedRoom-v0", f"ppo-s{seed}", m, m, success=0.6 if seed == 1 else 0.0)
+    _record(runs, "MiniGrid-LockedRoom-v0", "ppo_shaped-s0", m, m)
+
+    cells = table.cells_to_run(runs, envs)
+    planned = {(cell.env_id.split("-")[1], cell.method, cell.seed, cell.budget) for cell in cells}
+    assert planned == {
+        ("GoToDoor", "reinforce", 1, 3 * m),
+        ("GoToDoor", "ppo", 0, 3 * m),
+        ("GoToDoor", "ppo", 1, m),
+        ("GoToDoor", "ppo", 2, m),
+        ("MultiRoom", "ppo", 1, 3 * m),
+        ("MultiRoom", "ppo", 2, m),
+        ("Fetch", "ppo", 0, 3 * m),
+        ("Fetch", "ppo_shaped", 0, 3 * m),
+        ("LockedRoom", "ppo", 0, 3 * m),
+        ("LockedRoom", "ppo", 1, 3 * m),
+        ("LockedRoom", "ppo", 2, 3 * m),
+    }
+    remaining = [cell.budget - table.progress(cell, runs) for cell in cells]
+    assert remaining == sorted(remaining, reverse=True)
+    with pytest.raises(SystemExit, match="--fill picks"):
+        table.main(["--fill", "--methods", "ppo", "--runs", str(runs)])
+
+
 def test_held_out_evaluation_leaves_ppo_training_alone(tmp_path) -> None:
     """PPO samples its actions from torch's generator: the sampled evaluation draws from its own seeded state and gives
     it back, so PPO's weights after training are the same with and without the callback."""

@@ -10,7 +10,12 @@ actions (as rl-zoo3 evaluates MiniGrid) and greedy ones, checkpoints, and append
 A cell runs to the larger of rl-zoo3's PPO budget and 1M interactions, capped at 3M. ``ppo_shaped`` is rl-zoo3's PPO
 with the reward and the step limit of the env's DirPG entry (so that no win comes from reward shaping alone).
 Cells run as subprocesses, ``--procs`` at a time, one torch thread each; ``--resume`` skips finished cells and
-continues unfinished ones from their last checkpoint (rl-zoo3's ``--trained-agent``).
+continues unfinished ones from their last checkpoint (rl-zoo3's ``--trained-agent``). ``--fill`` trains just the cells
+that the targets still lack (:func:`cells_to_run`), continuing unfinished ones; ``--report`` rebuilds the whole table.
+
+A checkpoint is ``model.zip`` (and ``ENV/vecnormalize.pkl``) in the cell's folder, which git ignores: a cell left
+unfinished at the end of a session keeps its progress on another machine only if its checkpoint is committed
+(``git add -f``); take it out of the index (``git rm --cached``) once the cell has finished.
 """
 
 from __future__ import annotations
@@ -32,7 +37,17 @@ import yaml
 
 from sb3_dirpg.experiments.common import default_out, refresh_block
 from sb3_dirpg.experiments.held_out import write_json
-from sb3_dirpg.experiments.minigrid_targets import LEVEL, TIE_BREAK, format_count, judge, success_at, targets_table
+from sb3_dirpg.experiments.minigrid_targets import (
+    LEVEL,
+    MIN_SEEDS,
+    TIE_BREAK,
+    format_count,
+    judge,
+    missing_cells,
+    ppo_seeds,
+    success_at,
+    targets_table,
+)
 
 ENVS = (
     "MiniGrid-Empty-Random-5x5-v0",
@@ -238,6 +253,51 @@ def run_cell(cell: Cell, runs: Path, resume: bool) -> dict[str, Any]:
     return json.loads((folder / "record.json").read_text()) if (folder / "record.json").exists() else {}
 
 
+def _ppo_cells(runs: Path, env_id: str, seeds: dict[int, Any], budget: int) -> list[Cell]:
+    """:param runs: the folder of all cells
+    :param env_id: an env whose budget is over 1M
+    :param seeds: rl-zoo3's PPO curves there, by seed
+    :param budget: the env's budget
+    :return: the PPO cells the issue's rule still needs (:func:`~sb3_dirpg.experiments.minigrid_targets.ppo_seeds`)"""
+    have = ppo_seeds(list(seeds.values()), budget)
+    at_1m = {seed for seed, curve in seeds.items() if success_at(curve, MIN_BUDGET) is not None}
+    pool = sorted(set(seeds) | set(range(MIN_SEEDS)))
+    open_seeds = [seed for seed in pool if not seeds.get(seed) or seeds[seed][-1][0] < budget]
+    # the furthest checkpoint first, then a seed that also fills a place at 1M
+    open_seeds.sort(key=lambda seed: (-progress(Cell(env_id, "ppo", seed, budget), runs), seed in at_1m, seed))
+    long = open_seeds[: max(0, have.wanted_end - have.to_end)]
+    short = [seed for seed in open_seeds if seed not in at_1m and seed not in long]
+    short = short[: max(0, MIN_SEEDS - len(at_1m) - len(set(long) - at_1m))]
+    return [Cell(env_id, "ppo", seed, budget) for seed in long] + [Cell(env_id, "ppo", seed, MIN_BUDGET) for seed in short]
+
+
+def cells_to_run(runs: Path, envs: Sequence[str]) -> list[Cell]:
+    """The cells the targets still lack (:func:`~sb3_dirpg.experiments.minigrid_targets.missing_cells`), as cells to
+    train: unfinished seeds are continued from their checkpoints, and rl-zoo3's PPO past 1M runs its seeds to 1M, the
+    one that goes on to the budget being the one with the latest checkpoint (else one that lacks 1M, else the lowest).
+
+    :param runs: the folder of all cells
+    :param envs: the envs to fill
+    :return: the cells, the longest still to run first
+    """
+    summary = summarize(runs, envs, list(METHODS))
+    cells = []
+    for env_id, row in summary.items():
+        budget, methods = row["budget"], row["methods"]
+        for method in ("dirpg", "reinforce", "ppo"):
+            seeds = dict(zip(methods[method]["seed_ids"], methods[method]["curves"])) if method in methods else {}
+            pool = sorted(set(seeds) | set(range(MIN_SEEDS)))
+            done = {seed for seed, curve in seeds.items() if curve and curve[-1][0] >= budget}
+            if method == "ppo" and budget > MIN_BUDGET:
+                cells += _ppo_cells(runs, env_id, seeds, budget)
+            else:
+                todo = [seed for seed in pool if seed not in done][: max(0, MIN_SEEDS - len(done))]
+                cells += [Cell(env_id, method, seed, budget) for seed in todo]
+        if "ppo_shaped" in missing_cells(env_id, row):
+            cells.append(Cell(env_id, "ppo_shaped", 0, budget))
+    return sorted(cells, key=lambda cell: progress(cell, runs) - cell.budget)
+
+
 # -- report ------------------------------------------------------------------------------------------------------
 
 
@@ -335,11 +395,12 @@ def summarize(runs: Path, envs: Sequence[str], methods: Sequence[str]) -> dict[s
         budget, zoo = cell_budget(env_id), zoo_budget(env_id)
         rows = {}
         for method in methods:
-            records = []
+            records, seed_ids = [], []
             for folder in sorted((runs / env_id).glob(f"{method}-s*")):
                 path = folder / "record.json"
                 if path.exists() and method == folder.name.rsplit("-s", 1)[0]:
                     records.append(json.loads(path.read_text()))
+                    seed_ids.append(int(folder.name.rsplit("-s", 1)[1]))
             if not records:
                 continue
             reach = [interactions_to(r["points"]) for r in records]
@@ -350,6 +411,7 @@ def summarize(runs: Path, envs: Sequence[str], methods: Sequence[str]) -> dict[s
             budgets = [r["budget"] for r in records]
             rows[method] = {
                 "seeds": len(records),
+                "seed_ids": seed_ids,
                 "finished": int(sum(r["points"][-1]["interactions"] >= r["budget"] for r in records if r["points"])),
                 "budgets": [int(budget) for budget in budgets],
                 "to_level": float(np.median(reach)),
@@ -552,10 +614,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--methods", nargs="+", default=None,
                         help=f"of {', '.join(METHODS)} (default: {' '.join(TRAINED)}; with --report, every method and "
                         "variant that has a cell); with --report, method@tag names a variant")
-    parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
+    parser.add_argument("--seeds", nargs="+", type=int, default=None, help="training seeds (default: 0 1 2)")
     parser.add_argument("--procs", type=int, default=2, help="cells run at once (one core each)")
     parser.add_argument("--budget", type=int, default=None, help="override every cell's budget (quick checks)")
     parser.add_argument("--resume", action="store_true", help="skip finished cells, continue unfinished ones")
+    parser.add_argument("--fill", action="store_true",
+                        help="train the cells the targets still lack (the report's last column), continuing unfinished "
+                        "ones; with --envs, only there")
     parser.add_argument("--report", action="store_true",
                         help="only write the report from the runs made so far (of every cell, unless --envs, --methods "
                         "or --tag name some)")
@@ -577,8 +642,12 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     :return: the summary"""
     args = build_parser().parse_args(argv)
     methods_given, envs_given = args.methods is not None, args.envs is not None
+    if args.fill and (methods_given or args.seeds is not None or args.tag or args.params or args.budget or args.report):
+        raise SystemExit("--fill picks the methods, seeds and budgets itself: leave out --methods, --seeds, --tag, "
+                         "--params, --budget and --report (--envs limits where it fills)")
     args.methods = args.methods if methods_given else list(TRAINED)
     args.envs = args.envs if envs_given else list(ENVS)
+    args.seeds = args.seeds if args.seeds is not None else [0, 1, 2]
     if bool(args.tag) != bool(args.params) and not (args.tag and args.budget):
         raise SystemExit("--tag goes with --params or --budget: a variant has a name and the settings (or budget) it changes")
     if any(param.split(":")[0] in ("env_kwargs", "callback") for param in args.params):
@@ -602,7 +671,13 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         print(probe_table(probe))
         return probe
     runs = args.runs or out / "minigrid_table_runs"
-    if not args.report:
+    if args.fill:
+        cells = cells_to_run(runs, args.envs)
+        for cell in cells:
+            print(f"to run: {cell.env_id} {cell.name} seed {cell.seed} to {format_count(cell.budget)}", flush=True)
+        with ThreadPoolExecutor(max_workers=args.procs) as pool:
+            list(pool.map(lambda cell: run_cell(cell, runs, resume=True), cells))
+    elif not args.report:
         cells = [
             Cell(env_id, method, seed, args.budget or cell_budget(env_id), args.tag, tuple(args.params))
             for env_id in args.envs
