@@ -278,7 +278,8 @@ def cells_to_run(runs: Path, envs: Sequence[str]) -> list[Cell]:
 
     :param runs: the folder of all cells
     :param envs: the envs to fill
-    :return: the cells, the longest still to run first
+    :return: the cells: those with a checkpoint first, the nearest to their end first (so that a session's end leaves
+        fewer cells unfinished), then the others, the longest first
     """
     summary = summarize(runs, envs, list(METHODS))
     cells = []
@@ -295,7 +296,11 @@ def cells_to_run(runs: Path, envs: Sequence[str]) -> list[Cell]:
                 cells += [Cell(env_id, method, seed, budget) for seed in todo]
         if "ppo_shaped" in missing_cells(env_id, row):
             cells.append(Cell(env_id, "ppo_shaped", 0, budget))
-    return sorted(cells, key=lambda cell: progress(cell, runs) - cell.budget)
+    def order(cell: Cell) -> tuple[bool, int]:
+        done = progress(cell, runs)
+        return not done, cell.budget - done if done else done - cell.budget
+
+    return sorted(cells, key=order)
 
 
 # -- report ------------------------------------------------------------------------------------------------------
