@@ -287,18 +287,18 @@ def cells_to_run(runs: Path, envs: Sequence[str]) -> list[Cell]:
         budget, methods = row["budget"], row["methods"]
         for method in ("dirpg", "reinforce", "ppo"):
             seeds = dict(zip(methods[method]["seed_ids"], methods[method]["curves"])) if method in methods else {}
-            pool = sorted(set(seeds) | set(range(MIN_SEEDS)))
-            done = {seed for seed, curve in seeds.items() if curve and curve[-1][0] >= budget}
             if method == "ppo" and budget > MIN_BUDGET:
                 cells += _ppo_cells(runs, env_id, seeds, budget)
-            else:
-                todo = [seed for seed in pool if seed not in done][: max(0, MIN_SEEDS - len(done))]
-                cells += [Cell(env_id, method, seed, budget) for seed in todo]
+                continue
+            done = {seed for seed, curve in seeds.items() if curve and curve[-1][0] >= budget}
+            todo = [seed for seed in sorted(set(seeds) | set(range(MIN_SEEDS))) if seed not in done]
+            cells += [Cell(env_id, method, seed, budget) for seed in todo[: max(0, MIN_SEEDS - len(done))]]
         if "ppo_shaped" in missing_cells(env_id, row):
             cells.append(Cell(env_id, "ppo_shaped", 0, budget))
+
     def order(cell: Cell) -> tuple[bool, int]:
-        done = progress(cell, runs)
-        return not done, cell.budget - done if done else done - cell.budget
+        made = progress(cell, runs)
+        return not made, cell.budget - made if made else made - cell.budget
 
     return sorted(cells, key=order)
 
@@ -652,7 +652,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
                          "--params, --budget and --report (--envs limits where it fills)")
     args.methods = args.methods if methods_given else list(TRAINED)
     args.envs = args.envs if envs_given else list(ENVS)
-    args.seeds = args.seeds if args.seeds is not None else [0, 1, 2]
+    args.seeds = args.seeds if args.seeds is not None else list(range(MIN_SEEDS))
     if bool(args.tag) != bool(args.params) and not (args.tag and args.budget):
         raise SystemExit("--tag goes with --params or --budget: a variant has a name and the settings (or budget) it changes")
     if any(param.split(":")[0] in ("env_kwargs", "callback") for param in args.params):
