@@ -181,3 +181,15 @@ def test_a_compiled_forward_that_disagrees_with_torch_is_not_used(monkeypatch: A
     model = _shipped_n6()
     assert model.batched_policy.compiled_forward() is None
     assert model.search_policy_function().compiled_weights is None
+
+
+def test_the_compiled_forward_check_never_writes_the_live_weights() -> None:
+    """The check against torch perturbs a copy of the policy, not the learner's parameters (a search worker may be
+    reading them at that moment), and it runs once per model, not once per search."""
+    model = _shipped_n6()
+    versions = [parameter._version for parameter in model.policy.parameters()]  # torch counts in-place writes
+    assert model.batched_policy.compiled_forward() is not None
+    assert [parameter._version for parameter in model.policy.parameters()] == versions
+    assert model.batched_policy is model.batched_policy
+    model.set_env(make_minigrid_env("MiniGrid-MultiRoom-N6-v0", max_steps=100))
+    assert model.batched_policy.compiled_forward() is not None  # built again for the new env

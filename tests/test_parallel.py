@@ -174,6 +174,33 @@ def test_gather_discards_the_shares_of_an_ungathered_batch() -> None:
     pool.close()
 
 
+def test_a_worker_searches_with_the_weights_of_the_submit_not_later_ones() -> None:
+    """The weights reach a worker as a copy taken at submit: a change to the learner's parameters after it (an update,
+    or a check that perturbs them) does not reach the search of that batch, although the worker loads them later."""
+    model = DirPG("MlpPolicy", "CartPole-v1", search_budget=200, batch_episodes=2, seed=0)
+    env = model.env.unwrapped.envs[0].unwrapped
+    pool = SearchWorkerPool(env, None, model.policy, model.batched_policy.transform, n_workers=1)
+    config = model.search_config()
+    pool.submit(model.policy, [(list(range(8)), np.random.default_rng(1).spawn(8))], config)  # keeps the worker busy
+    batch = pool.submit(model.policy, [([22, 23], np.random.default_rng(2).spawn(2))], config)
+    saved = [parameter.detach().clone() for parameter in model.policy.parameters()]
+    with th.no_grad():
+        for parameter in model.policy.parameters():
+            parameter.mul_(-3.0)  # before the worker has read the second batch
+    (share,) = pool.gather(batch, 1)
+    pool.close()
+    with th.no_grad():
+        for parameter, value in zip(model.policy.parameters(), saved):
+            parameter.copy_(value)
+    expected = model.search([22, 23], rng=np.random.default_rng(2).spawn(2))
+    with th.no_grad():
+        for parameter in model.policy.parameters():
+            parameter.mul_(-3.0)
+    other = model.search([22, 23], rng=np.random.default_rng(2).spawn(2))
+    assert other.episodes != expected.episodes  # the perturbation would show
+    assert share.episodes == expected.episodes
+
+
 class FailsInAWorker(gym.Wrapper):
     """Raises from ``step`` in any process but the one that built it."""
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Sequence
 from typing import Any
 
@@ -122,28 +123,23 @@ class BatchedPolicy:
         return hook(policy.mlp_extractor.policy_net, policy.action_net, policy.normalize_images)
 
     def _agrees(self) -> bool:
-        """:return: whether the compiled forward gives the torch forward's logits, with every parameter of the policy
-            perturbed for the check (and put back exactly after it), on 16 random observations of the raw space with
-            small integer codes (up to float32 rounding)"""
-        parameters = list(self.policy.parameters())
-        saved = [parameter.detach().clone() for parameter in parameters]
+        """:return: whether the compiled forward gives the torch forward's logits, on a copy of the policy with every
+            parameter perturbed (the live weights are never written: a search worker may be reading them), on 16 random
+            observations of the raw space with small integer codes (up to float32 rounding)"""
+        probe = copy.deepcopy(self.policy)
         generator = th.Generator().manual_seed(0)
         obs = [_small_sample(self.observation_space, np.random.default_rng(i)) for i in range(16)]
+        with th.no_grad():
+            for parameter in probe.parameters():
+                noise = th.randn(parameter.shape, generator=generator, dtype=parameter.dtype)
+                parameter.add_(0.3 * noise.to(parameter.device))
+        forward = self._hooked_forward(probe)
         try:
-            with th.no_grad():
-                for parameter in parameters:
-                    noise = th.randn(parameter.shape, generator=generator, dtype=parameter.dtype)
-                    parameter.add_(0.3 * noise.to(parameter.device))
-            forward = self._hooked_forward(self.policy)
-            try:
-                got = forward.logits(obs)
-            except (KeyError, IndexError, TypeError, ValueError):
-                return False
-            want = self.logits(obs, np.ones((len(obs), got.shape[1]), dtype=bool))
-        finally:
-            with th.no_grad():
-                for parameter, value in zip(parameters, saved):
-                    parameter.copy_(value)
+            got = forward.logits(obs)
+        except (KeyError, IndexError, TypeError, ValueError):
+            return False
+        masks = np.ones((len(obs), got.shape[1]), dtype=bool)
+        want = BatchedPolicy(probe, self.observation_space, self.transform).logits(obs, masks)
         scale = max(1.0, float(np.abs(want).max()))
         return got.shape == want.shape and bool(np.allclose(got, want, rtol=1e-4, atol=1e-4 * scale))
 

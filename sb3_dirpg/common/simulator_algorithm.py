@@ -301,7 +301,8 @@ class SimulatorAlgorithm(IterativeAlgorithm):
         )  # fmt: skip
 
     def _excluded_save_params(self) -> list[str]:
-        return [*super()._excluded_save_params(), "simulator", "_obs_transform", "_batch_episode_infos"]
+        excluded = ["simulator", "_obs_transform", "_batch_episode_infos", "_batched_policy_memo"]
+        return [*super()._excluded_save_params(), *excluded]
 
     def _get_torch_save_params(self) -> tuple[list[str], list[str]]:
         return ["policy", "policy.optimizer"], []
@@ -310,10 +311,15 @@ class SimulatorAlgorithm(IterativeAlgorithm):
 
     @property
     def batched_policy(self) -> BatchedPolicy:
-        """:return: the policy evaluated on raw sub-env observations (VecEnv observation transforms applied)"""
+        """:return: the policy evaluated on raw sub-env observations (VecEnv observation transforms applied), built
+            again only when the policy, the env or the transform changes (so its compiled-forward check runs once)"""
         if self.simulator is None:
             raise ValueError(f"{type(self).__name__} has no env: pass one to the constructor or call set_env()")
-        return self.batched_policy_class(self.policy, self.simulator.simulators[0].observation_space, self._obs_transform)
+        parts = (self.batched_policy_class, self.policy, self.simulator.simulators[0].observation_space, self._obs_transform)
+        memo = getattr(self, "_batched_policy_memo", None)
+        if memo is None or any(a is not b for a, b in zip(memo[0], parts)):
+            memo = self._batched_policy_memo = (parts, parts[0](*parts[1:]))
+        return memo[1]
 
     def obs_to_policy_tensor(self, obs: list[Any]) -> th.Tensor | dict[str, th.Tensor]:
         """:param obs: raw observations of single sub-envs

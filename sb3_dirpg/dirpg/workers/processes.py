@@ -21,6 +21,7 @@ import cloudpickle
 import gymnasium as gym
 import gymnasium.wrappers.common
 import numpy as np
+import torch as th
 from stable_baselines3.common.vec_env.base_vec_env import CloudpickleWrapper
 
 from sb3_dirpg.common.batched_policy import BatchedPolicy, ObservationTransform
@@ -101,7 +102,6 @@ def _worker(
     :param transform: the VecEnv's observation transform
     :param simulator_backend: the learner's ``simulator_backend``
     """
-    import torch as th
 
     # a SIGINT stops a worker whatever handler the learner has (a job started with ``&`` in a script ignores SIGINT)
     signal.signal(signal.SIGINT, signal.default_int_handler)
@@ -117,9 +117,9 @@ def _worker(
             command, payload = conn.recv()
             if command == "close":
                 break
-            batch_id, state_dict, seeds, rngs, config = payload
+            batch_id, weights, seeds, rngs, config = payload
             try:
-                policy.load_state_dict(state_dict)
+                load_weights(policy, weights)
                 simulator.ensure_simulators(len(seeds))
                 search = TopDownSearch(simulator, batched.search_function(), config)
                 share, _ = SearchShare.from_search(functools.partial(search.run, seeds, rngs))
@@ -131,6 +131,27 @@ def _worker(
         pass
     finally:
         conn.close()
+
+
+def weights_payload(policy: DirPGPolicy) -> bytes:
+    """The policy's weights as bytes, for a worker process.
+
+    A tensor sent through a ``multiprocessing`` pipe goes by reference: torch moves its storage to shared memory, and the
+    worker reads the learner's live parameters whenever it loads them. Bytes are a copy taken now, which nothing the
+    learner does next (a step, a check that perturbs the weights) can reach.
+
+    :param policy: the learner's policy
+    :return: its ``state_dict``, serialized by ``torch.save``
+    """
+    buffer = io.BytesIO()
+    th.save({key: value.detach().cpu() for key, value in policy.state_dict().items()}, buffer)
+    return buffer.getvalue()
+
+
+def load_weights(policy: DirPGPolicy, payload: bytes) -> None:
+    """:param policy: a worker's copy of the policy
+    :param payload: what :func:`weights_payload` made of the learner's"""
+    policy.load_state_dict(th.load(io.BytesIO(payload), weights_only=True))
 
 
 def picklable_error(error: Exception) -> Exception:
@@ -215,10 +236,10 @@ class SearchWorkerPool:
         :return: the id of this batch, for :meth:`gather`
         """
         self.batch_id += 1
-        state_dict = {key: value.detach().cpu() for key, value in policy.state_dict().items()}
+        weights = weights_payload(policy)
         for index, (conn, (seeds, rngs)) in enumerate(zip(self.connections, shares)):
             try:
-                conn.send(("search", (self.batch_id, state_dict, seeds, rngs, config)))
+                conn.send(("search", (self.batch_id, weights, seeds, rngs, config)))
             except (BrokenPipeError, EOFError, OSError) as error:
                 raise WorkerError(f"search worker {index} is gone ({error!r}); the workers must be restarted") from error
         return self.batch_id
