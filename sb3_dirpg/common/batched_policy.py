@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Sequence
 from typing import Any
 
@@ -126,7 +125,9 @@ class BatchedPolicy:
         """:return: whether the compiled forward gives the torch forward's logits, on a copy of the policy with every
             parameter perturbed (the live weights are never written: a search worker may be reading them), on 16 random
             observations of the raw space with small integer codes (up to float32 rounding)"""
-        probe = copy.deepcopy(self.policy)
+        with th.random.fork_rng(devices=[]):  # the copy's initialisation leaves torch's global generator as it was
+            probe = type(self.policy)(**self.policy._get_constructor_parameters()).to(self.policy.device)
+        probe.load_state_dict(self.policy.state_dict())
         generator = th.Generator().manual_seed(0)
         obs = [_small_sample(self.observation_space, np.random.default_rng(i)) for i in range(16)]
         with th.no_grad():
