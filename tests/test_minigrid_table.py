@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import subprocess
 
 import numpy as np
 import pytest
@@ -315,6 +316,43 @@ def test_fill_plans_the_cells_the_targets_lack(tmp_path) -> None:
     assert remaining[2:] == sorted(remaining[2:], reverse=True) and remaining[2] == 3 * m
     with pytest.raises(SystemExit, match="--fill picks"):
         table.main(["--fill", "--methods", "ppo", "--runs", str(runs)])
+
+
+def test_a_rerun_from_scratch_never_shrinks_the_table(tmp_path, monkeypatch) -> None:
+    """A record with no checkpoint (a run cut short on another machine) restarts from scratch, which rewrites its
+    record: the table keeps reporting the earlier run until the rerun passes it, then drops it."""
+    runs, m, env_id = tmp_path / "runs", 1_000_000, "MiniGrid-Fetch-5x5-N2-v0"
+    _record(runs, env_id, "ppo-s0", 3 * m, 1_950_000)
+    folder, cell = runs / env_id / "ppo-s0", table.Cell(env_id, "ppo", 0, 3 * m)
+    reach = []
+
+    def rerun(cmd, **kwargs):  # what the callback does: it rewrites the record and checkpoints at every point
+        assert "--trained-agent" not in cmd
+        scratch = tmp_path / "scratch" / str(len(reach))
+        _record(scratch, env_id, "ppo-s0", 3 * m, reach[-1], success=0.2)
+        folder.joinpath("record.json").write_text(scratch.joinpath(env_id, "ppo-s0", "record.json").read_text())
+        folder.joinpath("model.zip").write_bytes(b"")
+        return subprocess.CompletedProcess(cmd, 0)
+
+    monkeypatch.setattr(table.subprocess, "run", rerun)
+
+    def reported() -> tuple[int, float]:
+        curve = table.summarize(runs, [env_id], ["ppo"])[env_id]["methods"]["ppo"]["curves"][0]
+        return curve[-1][0], curve[-1][1]
+
+    reach.append(300_000)
+    table.run_cell(cell, runs, resume=True)
+    assert reported() == (1_950_000, 0.05)  # the earlier run, not the rerun's 300k
+    assert (folder / table.KEPT_RECORD).exists()
+    folder.joinpath("model.zip").unlink()  # cut short again before passing it: the longer record stays kept
+    reach.append(600_000)
+    table.run_cell(cell, runs, resume=True)
+    assert reported() == (1_950_000, 0.05)
+    folder.joinpath("model.zip").unlink()
+    reach.append(2_100_000)
+    table.run_cell(cell, runs, resume=True)
+    assert reported() == (2_100_000, 0.2)
+    assert not (folder / table.KEPT_RECORD).exists()
 
 
 def test_held_out_evaluation_leaves_ppo_training_alone(tmp_path) -> None:

@@ -15,7 +15,9 @@ that the targets still lack (:func:`cells_to_run`), continuing unfinished ones; 
 
 A checkpoint is ``model.zip`` (and ``ENV/vecnormalize.pkl``) in the cell's folder, which git ignores: a cell left
 unfinished at the end of a session keeps its progress on another machine only if its checkpoint is committed
-(``git add -f``); take it out of the index (``git rm --cached``) once the cell has finished.
+(``git add -f``); take it out of the index (``git rm --cached``) once the cell has finished. A cell whose record has
+no checkpoint starts again from scratch; its earlier record is kept aside (``record-without-checkpoint.json``) and
+reported until the rerun passes it (:func:`read_record`), so the table never loses measured points to a rerun.
 """
 
 from __future__ import annotations
@@ -69,6 +71,7 @@ METHODS = ("dirpg", "reinforce", "ppo", "ppo_shaped")
 TRAINED = ("dirpg", "reinforce", "ppo")
 MIN_BUDGET, MAX_BUDGET = 1_000_000, 3_000_000
 POINTS = 20  # an evaluation every 5 % of the budget
+KEPT_RECORD = "record-without-checkpoint.json"  # an earlier run's record, kept while a rerun from scratch catches up
 
 
 def _load_yaml(path: Path) -> dict[str, Any]:
@@ -230,6 +233,41 @@ def progress(cell: Cell, runs: Path) -> int:
     return int(points[-1]["interactions"]) if points else 0
 
 
+def _last(record: dict[str, Any]) -> int:
+    """:param record: a cell's record
+    :return: the interactions of its last evaluation (-1 if none)"""
+    return int(record["points"][-1]["interactions"]) if record.get("points") else -1
+
+
+def read_record(folder: Path) -> dict[str, Any] | None:
+    """A cell's record: ``record.json``, or the record of an earlier run that left no checkpoint while the rerun from
+    scratch has not yet passed it.
+
+    :param folder: the cell's folder
+    :return: the record that reaches further (the current one on a tie), or ``None`` if the cell has none
+    """
+    paths = [path for path in (folder / "record.json", folder / KEPT_RECORD) if path.exists()]
+    records = [json.loads(path.read_text()) for path in paths]
+    return max(records, key=_last) if records else None
+
+
+def _keep_unresumable_record(folder: Path) -> None:
+    """Before a cell with a record but no checkpoint starts again from scratch (which rewrites ``record.json``), keep
+    its record aside unless an even longer one is kept already; drop a kept record that the current one has passed.
+
+    :param folder: the cell's folder
+    """
+    current, kept = folder / "record.json", folder / KEPT_RECORD
+    if not current.exists():
+        return
+    current_end = _last(json.loads(current.read_text()))
+    kept_end = _last(json.loads(kept.read_text())) if kept.exists() else -1
+    if not (folder / "model.zip").exists() and current_end > max(kept_end, 0):
+        shutil.copyfile(current, kept)
+    elif kept.exists() and current_end >= kept_end:
+        kept.unlink()
+
+
 def run_cell(cell: Cell, runs: Path, resume: bool) -> dict[str, Any]:
     """Train one cell to its budget in a subprocess (its output goes to ``train.log`` in the cell's folder).
 
@@ -243,6 +281,8 @@ def run_cell(cell: Cell, runs: Path, resume: bool) -> dict[str, Any]:
     if not resume and folder.exists():
         shutil.rmtree(folder)
     folder.mkdir(parents=True, exist_ok=True)
+    if resume:
+        _keep_unresumable_record(folder)
     if done < cell.budget:
         started = time.perf_counter()
         print(f"start {cell.env_id} {cell.name} seed {cell.seed} at {done}", flush=True)
@@ -250,6 +290,7 @@ def run_cell(cell: Cell, runs: Path, resume: bool) -> dict[str, Any]:
             result = subprocess.run(command(cell, runs, done), stdout=log, stderr=subprocess.STDOUT, check=False)
         status = "done" if result.returncode == 0 else f"FAILED (exit {result.returncode}, see {folder / 'train.log'})"
         print(f"{status}: {cell.env_id} {cell.name} seed {cell.seed} in {time.perf_counter() - started:.0f} s", flush=True)
+        _keep_unresumable_record(folder)
     return json.loads((folder / "record.json").read_text()) if (folder / "record.json").exists() else {}
 
 
@@ -402,9 +443,9 @@ def summarize(runs: Path, envs: Sequence[str], methods: Sequence[str]) -> dict[s
         for method in methods:
             records, seed_ids = [], []
             for folder in sorted((runs / env_id).glob(f"{method}-s*")):
-                path = folder / "record.json"
-                if path.exists() and method == folder.name.rsplit("-s", 1)[0]:
-                    records.append(json.loads(path.read_text()))
+                record = read_record(folder) if method == folder.name.rsplit("-s", 1)[0] else None
+                if record is not None:
+                    records.append(record)
                     seed_ids.append(int(folder.name.rsplit("-s", 1)[1]))
             if not records:
                 continue
