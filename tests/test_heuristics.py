@@ -8,8 +8,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import cloudpickle
+import gymnasium as gym
 import numpy as np
 import pytest
+from minigrid.core.constants import COLOR_NAMES
+from minigrid.core.mission import MissionSpace
+from minigrid.core.roomgrid import RoomGrid
+from minigrid.core.world_object import Ball
+from minigrid.envs.obstructedmaze import ObstructedMaze_1Dlhb, ObstructedMazeEnv
 
 import sb3_dirpg.envs  # noqa: F401  (registers the envs)
 from sb3_dirpg.envs import make_minigrid_env
@@ -32,6 +38,7 @@ class MiniGridTestCloner:
         self.objects = [obj for obj in base.grid.grid if obj is not None and obj.type != "wall"]
         if base.carrying is not None:
             self.objects.append(base.carrying)
+        self.objects += [obj.contains for obj in self.objects if obj.type == "box" and obj.contains is not None]
 
     def snapshot(self) -> tuple:
         b = self.base
@@ -60,8 +67,13 @@ class MiniGridTestCloner:
                 parts.append((obj.is_open, obj.is_locked))
             elif obj.can_pickup():
                 parts.append(None if obj.cur_pos is None else tuple(int(c) for c in obj.cur_pos))
-        carrying = None if b.carrying is None else self.objects.index(b.carrying)
-        return (int(b.agent_pos[0]), int(b.agent_pos[1]), b.agent_dir, b.step_count, carrying, tuple(parts))
+        carrying = None if b.carrying is None else self._index(b.carrying)
+        cells = tuple(-1 if cell is None or cell.type == "wall" else self._index(cell) for cell in b.grid.grid)
+        return (int(b.agent_pos[0]), int(b.agent_pos[1]), b.agent_dir, b.step_count, carrying, tuple(parts), cells)
+
+    def _index(self, obj) -> int:
+        """:return: the object's place in ``objects`` (by identity: MiniGrid compares objects by type and colour)"""
+        return next(i for i, known in enumerate(self.objects) if known is obj)
 
 
 @dataclass
@@ -300,6 +312,7 @@ def grid_searched() -> dict[tuple, dict[tuple, StateRecord]]:
             "off_by_one": lambda e, g: as_pair(OffByOneDistance.for_env(e, g)(e)),
             "key_blind": lambda e, g: as_pair(KeyBlind.for_env(e, g)(e)),
             "key_too_long": lambda e, g: as_pair(KeyTwoTooLong.for_env(e, g)(e)),
+            "counted": lambda e, g: as_pair(MiniGridBound.for_env(e, g, count_key_actions=True)(e)),
         }
         if env_id in ("MiniGrid-Empty-Random-5x5-v0", "MiniGrid-DoorKey-5x5-v0", "MiniGrid-MultiRoom-N2-S4-v0"):
             bounds["multiroom"] = bound_fn()
@@ -309,11 +322,12 @@ def grid_searched() -> dict[tuple, dict[tuple, StateRecord]]:
 
 @pytest.mark.parametrize("case", GRID_CASES, ids=[f"{e}-seed{s}-T{h}" for e, s, h in GRID_CASES])
 def test_grid_bound_is_admissible(grid_searched, case) -> None:
-    """upper >= best and lower <= worst return-to-go at every reachable state of each family, for gamma 1 and 0.99;
-    the success is reachable in every case, so its term is tested."""
+    """upper >= best and lower <= worst return-to-go at every reachable state of each family, for gamma 1 and 0.99, with
+    and without ``count_key_actions``; the success is reachable in every case, so its term is tested."""
     memo = grid_searched[case]
     assert len(memo) > 100
     assert violations(memo, "grid") == (0, 0)
+    assert violations(memo, "counted") == (0, 0)  # with the non-move actions of the way through a key counted
     assert max(record.best[0] for record in memo.values()) >= 100.0
 
 
@@ -381,6 +395,77 @@ def test_grid_bound_unknown_success_and_copies() -> None:
         MiniGridBound(gamma=1.5)
 
 
+# -- the non-move actions of the way through a key (count_key_actions) ------------------------------------------------
+
+
+class TinyObstructedMaze(ObstructedMaze_1Dlhb):
+    """ObstructedMaze-1Dlh in two rooms of 2x2 cells (a 7x4 grid): a locked door, its key in a box (which the agent
+    may also carry), and the ball to pick up behind the door. Small enough for the exhaustive search with the success
+    in reach: toggle the box, pick up the key, unlock the door, drop the key, pick up the ball."""
+
+    def __init__(self, max_steps: int = 16, **kwargs) -> None:
+        self.key_in_box, self.blocked = True, False
+        mission = MissionSpace(mission_func=ObstructedMazeEnv._gen_mission, ordered_placeholders=[[COLOR_NAMES[0]]])
+        RoomGrid.__init__(self, mission_space=mission, room_size=4, num_rows=1, num_cols=2, max_steps=max_steps, **kwargs)
+        self.obj = Ball()
+
+
+TINY = "SB3DirPGTest-TinyObstructedMaze-v0"
+if TINY not in gym.registry:
+    gym.register(TINY, entry_point=TinyObstructedMaze)
+TINY_CASES = [(TINY, 0, 16), (TINY, 2, 16)]
+
+
+class KeyActionsTwoTooMany(MiniGridBound):
+    """A mistake: two actions more on every way through a key."""
+
+    def _target_distance(self, entry, ax, ay, x, y) -> int:
+        counted, plain = super()._target_distance(entry, ax, ay, x, y), self._distance(entry, ax, ay, x, y)
+        return counted + 2 if counted not in (plain, UNREACHABLE) else counted
+
+
+def carries_box(env, gamma: float) -> tuple[float, float]:
+    """Not a bound: a flag kept with each state's bounds, ``(0, 1)`` where the agent carries a box."""
+    carrying = env.unwrapped.carrying
+    return 0.0, float(carrying is not None and carrying.type == "box")
+
+
+@pytest.fixture(scope="module")
+def key_searched() -> dict[tuple, dict[tuple, StateRecord]]:
+    """Exhaustive search of the tiny mazes with the success reward alone (no door or pickup reward to hide a mistake),
+    with and without the counted actions, and with a mistake."""
+    results = {}
+    for env_id, seed, horizon in TINY_CASES:
+        env = make_minigrid_env(env_id, max_steps=horizon, door_reward=0.0, pickup_reward=0.0)
+        env.reset(seed=seed)
+        results[(env_id, seed, horizon)] = exhaustive_search(env, {
+            "grid": lambda e, g: as_pair(MiniGridBound(g, 0.0, 100.0, 0.0)(e)),
+            "counted": lambda e, g: as_pair(MiniGridBound(g, 0.0, 100.0, 0.0, count_key_actions=True)(e)),
+            "two_too_many": lambda e, g: as_pair(KeyActionsTwoTooMany(g, 0.0, 100.0, 0.0, count_key_actions=True)(e)),
+            "carries_box": carries_box,
+        })  # fmt: skip
+    return results
+
+
+def test_counted_key_actions_are_admissible_and_tighter(key_searched) -> None:
+    """On the tiny mazes (key in a box) the bound that counts the toggles and drops of the way through a key is
+    admissible at every reachable state (gamma 1 and 0.99; the other families are in the grid cases above), tighter
+    than the plain one at most states, and at most states where the agent carries the box, which the plain bound took
+    to hide no key. Two actions too many are caught."""
+    caught = 0
+    for case, memo in key_searched.items():
+        assert max(record.best[0] for record in memo.values()) == 100.0, case  # the success is in reach
+        assert violations(memo, "grid") == (0, 0) and violations(memo, "counted") == (0, 0), case
+        counted = np.array([r.bounds["counted"][1, 1] for r in memo.values()])
+        plain = np.array([r.bounds["grid"][1, 1] for r in memo.values()])
+        tighter = counted < plain - 1e-6
+        assert (counted <= plain + 1e-9).all() and tighter.mean() > 0.5, case
+        carrying = np.array([r.bounds["carries_box"][1, 1] == 1.0 for r in memo.values()])
+        assert carrying.sum() > 50 and tighter[carrying].mean() > 0.5, (case, carrying.sum(), tighter[carrying].mean())
+        caught += violations(memo, "two_too_many")[0] > 0
+    assert caught > 0
+
+
 # -- the progress reward and its bound ------------------------------------------------------------------------------
 
 PROGRESS = 5.0
@@ -403,10 +488,10 @@ class ProgressStepsTooFew(MiniGridProgressBound):
         return max(steps - 1, 0) if steps not in (None, UNREACHABLE) else steps
 
 
-def progress_env(env_id: str, horizon: int):
+def progress_env(env_id: str, horizon: int, count_key_actions: bool = False):
     """:return: the env with the progress reward on the goal reward alone (doors and pickups 0, as the entries use)"""
     return MiniGridProgressReward(make_minigrid_env(env_id, max_steps=horizon, door_reward=0.0, pickup_reward=0.0),
-                                  progress_reward=PROGRESS)  # fmt: skip
+                                  progress_reward=PROGRESS, count_key_actions=count_key_actions)  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -451,12 +536,15 @@ def test_progress_check_catches_mistakes(progress_searched) -> None:
 
 def test_progress_reward_telescopes() -> None:
     """Over random episodes the reward sums to the goal reward on success plus ``p * (d(s_0) - d(s_T))``, with
-    ``d(s_T) = 0`` on success: the shaping is potential-based, so no loop pays."""
+    ``d(s_T) = 0`` on success: the shaping is potential-based, so no loop pays (also with ``count_key_actions``)."""
     rng = np.random.default_rng(0)
     successes = 0
-    for env_id in ("MiniGrid-RedBlueDoors-6x6-v0", "MiniGrid-Fetch-5x5-N2-v0", "MiniGrid-LockedRoom-v0"):
-        env = progress_env(env_id, 60)
-        steps = MiniGridBound()
+    cases = [(env_id, False) for env_id in ("MiniGrid-RedBlueDoors-6x6-v0", "MiniGrid-Fetch-5x5-N2-v0")]
+    cases += [("MiniGrid-LockedRoom-v0", False)]
+    cases += [(env_id, True) for env_id in ("MiniGrid-KeyCorridorS3R1-v0", "MiniGrid-ObstructedMaze-1Dlh-v0", TINY)]
+    for env_id, count_key_actions in cases:
+        env = progress_env(env_id, 60, count_key_actions)
+        steps = MiniGridBound(count_key_actions=count_key_actions)
         for seed in range(15):
             env.reset(seed=seed)
             first, total, info, done = steps.steps_to_success(env), 0.0, {}, False
@@ -467,6 +555,22 @@ def test_progress_reward_telescopes() -> None:
             successes += info["is_success"]
             assert total == pytest.approx(100.0 * info["is_success"] + PROGRESS * (first - last)), (env_id, seed)
     assert successes > 0
+
+
+def test_progress_with_counted_key_actions_is_admissible() -> None:
+    """With ``count_key_actions`` the progress reward pays for the toggles and drops of the way through a key, and the
+    progress bound (which takes the setting from the reward's wrapper) stays admissible on the tiny maze; one step of
+    progress too few is caught."""
+    env = progress_env(TINY, 16, count_key_actions=True)
+    env.reset(seed=0)
+    assert MiniGridProgressBound.for_env(env).count_key_actions
+    memo = exhaustive_search(env, {
+        "progress": lambda e, g: as_pair(MiniGridProgressBound.for_env(e, g)(e)),
+        "too_few": lambda e, g: as_pair(ProgressStepsTooFew.for_env(e, g)(e)),
+    })  # fmt: skip
+    assert max(record.best[0] for record in memo.values()) >= 100.0
+    assert violations(memo, "progress") == (0, 0)
+    assert violations(memo, "too_few")[0] > 0
 
 
 def test_progress_reward_bad_input() -> None:

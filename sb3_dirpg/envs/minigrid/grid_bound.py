@@ -11,6 +11,7 @@ import gymnasium as gym
 import numpy as np
 
 from sb3_dirpg.envs.minigrid.bound import ShapedRewardBound, shaped_reward_values
+from sb3_dirpg.envs.minigrid.wrappers import DEFAULT_DOOR_REWARD, DEFAULT_GOAL_REWARD, DEFAULT_PICKUP_REWARD
 
 UNREACHABLE = np.iinfo(np.int32).max
 
@@ -130,21 +131,41 @@ class MiniGridBound(ShapedRewardBound):
     The step limit is ignored, as in :class:`~sb3_dirpg.envs.minigrid.MultiRoomBound` (see there why). The bound runs
     in Python, on the env: the compiled simulator uses ``MultiRoomBound``.
 
+    With ``count_key_actions``, a way through a key also counts the actions that are not moves and that every such
+    way needs before the success: the toggle of the locked door (unless toggling it is the success), the toggle of a
+    box that holds the key, the drop of what the agent carries before the key's pickup, and the drop of the key
+    before a success that picks an object up. A carried box no longer hides the way through a key: it may hold the
+    key, which it releases only once dropped and toggled. The bound stays admissible and is tighter wherever a key is
+    needed.
+
     :param gamma: discount in (0, 1]
     :param door_reward: the wrapper's ``door_reward``
     :param goal_reward: the wrapper's ``goal_reward``
     :param pickup_reward: the wrapper's ``pickup_reward``
+    :param count_key_actions: count the non-move actions of the way through a key (above)
     """
 
+    def __init__(
+        self,
+        gamma: float = 1.0,
+        door_reward: float = DEFAULT_DOOR_REWARD,
+        goal_reward: float = DEFAULT_GOAL_REWARD,
+        pickup_reward: float = DEFAULT_PICKUP_REWARD,
+        count_key_actions: bool = False,
+    ) -> None:
+        super().__init__(gamma, door_reward, goal_reward, pickup_reward)
+        self.count_key_actions = bool(count_key_actions)
+
     @classmethod
-    def for_env(cls, env: gym.Env, gamma: float = 1.0) -> MiniGridBound:
+    def for_env(cls, env: gym.Env, gamma: float = 1.0, count_key_actions: bool = False) -> MiniGridBound:
         """Bound with the reward values of the :class:`MiniGridShapedReward` found in ``env``'s wrapper chain.
 
         :param env: a wrapped MiniGrid env
         :param gamma: discount in (0, 1]
+        :param count_key_actions: see the class docstring
         :return: the bound
         """
-        return cls(gamma, *shaped_reward_values(env))
+        return cls(gamma, *shaped_reward_values(env), count_key_actions=count_key_actions)
 
     def _layout(self, env: gym.Env) -> list[Any]:
         """:param env: an env chain
@@ -200,7 +221,8 @@ class MiniGridBound(ShapedRewardBound):
         """
         plain = self._distance(entry, ax, ay, x, y)
         base, cells, width = entry[0], entry[1].grid, entry[1].width
-        if plain == UNREACHABLE or (base.carrying is not None and base.carrying.type in ("key", "box")):
+        carrying = None if base.carrying is None else base.carrying.type
+        if plain == UNREACHABLE or (carrying in ("key", "box") and not self.count_key_actions):
             return plain
         locked = tuple(k for k, cell in enumerate(cells) if cell is not None and cell.type == "door" and cell.is_locked)
         if not locked:
@@ -210,13 +232,26 @@ class MiniGridBound(ShapedRewardBound):
         free = UNREACHABLE if target_locked else self._distance(entry, ax, ay, x, y, locked)
         if free == plain:
             return plain
+        # the non-move actions of the way through a key beyond its pickup (which the way's "- 1" below counts)
+        extra, box_extra = 0, 0
+        if self.count_key_actions:
+            picks_target = target is not None and target.can_pickup()  # success picks it up, with empty hands
+            extra = (0 if target_locked else 1) + (1 if picks_target else 0)  # toggle the door, drop the key
+            if carrying == "key":  # the drop before a pickup success is the target's slack already
+                return max(plain, min(free, plain + (0 if target_locked else 1)))
+            if carrying is not None:  # it goes down before the key's pickup (the slack counts that for a pickup)
+                extra += 0 if picks_target else 1
+            box_extra = 1  # a key in a box comes out with a toggle
         through_key = UNREACHABLE
+        if carrying == "box" and getattr(base.carrying.contains, "type", None) == "key":
+            through_key = plain + extra + box_extra + 1  # dropped, toggled and the key picked up, anywhere on the way
         for k, cell in enumerate(cells):
             if cell is not None and cell.type in ("key", "box"):
                 kx, ky = k % width, k // width
                 to_key, key_to_target = self._distance(entry, ax, ay, kx, ky), self._distance(entry, kx, ky, x, y)
                 if to_key != UNREACHABLE and key_to_target != UNREACHABLE:
-                    through_key = min(through_key, to_key + key_to_target - 1)
+                    opened = box_extra if cell.type == "box" else 0
+                    through_key = min(through_key, to_key + key_to_target - 1 + extra + opened)
         return max(plain, min(free, through_key))  # both are lower bounds on the way
 
     def steps_to_success(self, env: gym.Env) -> int | None:

@@ -35,16 +35,23 @@ class MiniGridProgressReward(gym.Wrapper, gym.utils.RecordConstructorArgs):
 
     :param env: a MiniGrid env wrapped in :class:`~sb3_dirpg.envs.MiniGridShapedReward`
     :param progress_reward: reward per step of progress, > 0
+    :param count_key_actions: ``d`` counts the actions that are not moves on a way through a key (the toggles of the
+        door and of a box, the drops), so that they pay as progress too (see
+        :class:`~sb3_dirpg.envs.minigrid.MiniGridBound`)
     """
 
-    def __init__(self, env: gym.Env, progress_reward: float = DEFAULT_PROGRESS_REWARD) -> None:
-        gym.utils.RecordConstructorArgs.__init__(self, progress_reward=progress_reward)
+    def __init__(
+        self, env: gym.Env, progress_reward: float = DEFAULT_PROGRESS_REWARD, count_key_actions: bool = False
+    ) -> None:
+        gym.utils.RecordConstructorArgs.__init__(self, progress_reward=progress_reward, count_key_actions=count_key_actions)
         gym.Wrapper.__init__(self, env)
         if not progress_reward > 0:
             raise ValueError(f"progress_reward must be > 0, got {progress_reward}")
         shaped_reward_values(env)  # raises when the chain has no MiniGridShapedReward
         self.progress_reward = float(progress_reward)
-        self._steps = MiniGridBound()  # its per-grid distance fields serve every step of an episode
+        self.count_key_actions = bool(count_key_actions)
+        # its per-grid distance fields serve every step of an episode
+        self._steps = MiniGridBound(count_key_actions=self.count_key_actions)
 
     def _steps_left(self) -> int:
         """:return: ``d`` of the env's current state, capped at the grid's number of cells"""
@@ -86,6 +93,7 @@ class MiniGridProgressBound(MiniGridBound):
     :param goal_reward: the inner wrapper's ``goal_reward``
     :param pickup_reward: the inner wrapper's ``pickup_reward``
     :param progress_reward: the progress wrapper's ``progress_reward``
+    :param count_key_actions: the progress wrapper's ``count_key_actions``
     """
 
     def __init__(
@@ -95,18 +103,20 @@ class MiniGridProgressBound(MiniGridBound):
         goal_reward: float = DEFAULT_GOAL_REWARD,
         pickup_reward: float = DEFAULT_PICKUP_REWARD,
         progress_reward: float = DEFAULT_PROGRESS_REWARD,
+        count_key_actions: bool = False,
     ) -> None:
-        super().__init__(gamma, door_reward, goal_reward, pickup_reward)
+        super().__init__(gamma, door_reward, goal_reward, pickup_reward, count_key_actions)
         if not progress_reward > 0:
             raise ValueError(f"progress_reward must be > 0, got {progress_reward}")
         self.progress_reward = float(progress_reward)
 
     @classmethod
-    def for_env(cls, env: gym.Env, gamma: float = 1.0) -> MiniGridProgressBound:
+    def for_env(cls, env: gym.Env, gamma: float = 1.0, count_key_actions: bool | None = None) -> MiniGridProgressBound:
         """Bound with the reward values of the wrappers found in ``env``'s chain.
 
         :param env: a wrapped MiniGrid env
         :param gamma: discount in (0, 1]
+        :param count_key_actions: as the progress wrapper when None
         :return: the bound
         """
         wrapper = env
@@ -114,7 +124,8 @@ class MiniGridProgressBound(MiniGridBound):
             wrapper = wrapper.env
         if not isinstance(wrapper, MiniGridProgressReward):
             raise ValueError(f"no MiniGridProgressReward in the wrapper chain of {env}")
-        return cls(gamma, *shaped_reward_values(env), progress_reward=wrapper.progress_reward)
+        count = wrapper.count_key_actions if count_key_actions is None else count_key_actions
+        return cls(gamma, *shaped_reward_values(env), progress_reward=wrapper.progress_reward, count_key_actions=count)
 
     def _add_terms(self, base: Any, steps: int | None, lower: float, upper: float) -> tuple[float, float]:
         """:param base: the unwrapped MiniGrid env
