@@ -222,6 +222,12 @@ def command(cell: Cell, runs: Path, offset: int = 0) -> list[str]:
     return cmd
 
 
+def _last(record: dict[str, Any]) -> int:
+    """:param record: a cell's record
+    :return: the interactions of its last evaluation (-1 if none)"""
+    return int(record["points"][-1]["interactions"]) if record.get("points") else -1
+
+
 def progress(cell: Cell, runs: Path) -> int:
     """:param cell: the cell
     :param runs: the folder of all cells
@@ -229,14 +235,7 @@ def progress(cell: Cell, runs: Path) -> int:
     path = cell.folder(runs) / "record.json"
     if not path.exists() or not (cell.folder(runs) / "model.zip").exists():
         return 0
-    points = json.loads(path.read_text())["points"]
-    return int(points[-1]["interactions"]) if points else 0
-
-
-def _last(record: dict[str, Any]) -> int:
-    """:param record: a cell's record
-    :return: the interactions of its last evaluation (-1 if none)"""
-    return int(record["points"][-1]["interactions"]) if record.get("points") else -1
+    return max(_last(json.loads(path.read_text())), 0)
 
 
 def read_record(folder: Path) -> dict[str, Any] | None:
