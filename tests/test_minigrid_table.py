@@ -56,12 +56,19 @@ def test_commands() -> None:
     assert any(part.startswith("callback:") and "HeldOutEvaluation" in part for part in cmd)
     shaped = table.command(table.Cell("MiniGrid-DoorKey-5x5-v0", "ppo_shaped", 1, 1_000_000), table.Path("/runs"))
     wrappers = eval(next(p for p in shaped if p.startswith("env_wrapper:")).split(":", 1)[1])
-    assert wrappers == ["sb3_dirpg.envs.MiniGridShapedReward", "minigrid.wrappers.FlatObsWrapper"]
+    assert wrappers == ["sb3_dirpg.envs.MiniGridShapedReward", "minigrid.wrappers.FlatObsWrapper", table.FLOAT32_CAST]
     assert shaped[shaped.index("--env-kwargs") + 1] == "max_steps:100"
     progress = table.command(table.Cell("MiniGrid-Unlock-v0", "ppo_shaped", 0, 1_000_000), table.Path("/runs"))
     wrappers = eval(next(p for p in progress if p.startswith("env_wrapper:")).split(":", 1)[1])
     assert [w if isinstance(w, str) else next(iter(w)) for w in wrappers] == [
-        "sb3_dirpg.envs.MiniGridShapedReward", "sb3_dirpg.envs.MiniGridProgressReward", "minigrid.wrappers.FlatObsWrapper"]
+        "sb3_dirpg.envs.MiniGridShapedReward", "sb3_dirpg.envs.MiniGridProgressReward", "minigrid.wrappers.FlatObsWrapper",
+        "gymnasium.wrappers.DtypeObservation"]
+    same = table.command(table.Cell("MiniGrid-Fetch-5x5-N2-v0", "ppo_same", 0, 3_000_000), table.Path("/runs"))
+    settings = {p.split(":", 1)[0]: eval(p.split(":", 1)[1]) for p in same if p.split(":", 1)[0] in table.SAME_KEYS}
+    assert settings["policy"] == "MultiInputPolicy" and "mission_gates=2" in settings["policy_kwargs"]
+    assert eval(settings["policy_kwargs"])["features_extractor_class"] is MiniGridCNN  # as rl-zoo3 evaluates it
+    assert settings["env_wrapper"] == table.entry("MiniGrid-Fetch-5x5-N2-v0", "dirpg")["env_wrapper"]
+    assert same[same.index("--env-kwargs") + 1] == "max_steps:100"
     ours = table.command(table.Cell("MiniGrid-Fetch-5x5-N2-v0", "dirpg", 2, 3_000_000), table.Path("/runs"), offset=150_000)
     assert ours[1:5] == ["-m", "sb3_dirpg.integrations.zoo", "train", "--algo"]
     assert ours[ours.index("-n") + 1] == "2850000"
@@ -75,7 +82,10 @@ def test_settings_name_the_observation_wrappers_and_their_arguments() -> None:
     assert table.describe("MiniGrid-FourRooms-v0", "dirpg")["observation"] == stacked
     assert table.describe("MiniGrid-FourRooms-v0", "reinforce")["observation"] == "FastObservation+DirectionImageObs"
     assert table.describe("MiniGrid-DoorKey-5x5-v0", "dirpg")["observation"] == "FastObservation+DirectionImageObs"
-    assert table.describe("MiniGrid-FourRooms-v0", "ppo_shaped")["observation"] == "FlatObsWrapper"
+    cast = "FlatObsWrapper+DtypeObservation(dtype='float32')"  # issue 43: without the cast PPO trains on uint8 garbage
+    assert table.describe("MiniGrid-FourRooms-v0", "ppo_shaped")["observation"] == cast
+    assert table.describe("MiniGrid-FourRooms-v0", "ppo")["observation"] == cast
+    assert table.describe("MiniGrid-FourRooms-v0", "ppo_same")["observation"] == stacked
 
 
 def test_mission_encoding() -> None:
@@ -210,7 +220,37 @@ def test_report_reads_the_curves(tmp_path) -> None:
     assert row["at_zoo_budget"] == pytest.approx(0.0)  # 1e5: the point at 0
     assert row["at_end"] == pytest.approx((0.95 + 0.95 + 0.5) / 3)
     assert row["rate"] == pytest.approx(1_000_000 / 5)  # the last point: 1M interactions in 5 s of training
-    assert "not reached" not in table.markdown_table(summary)
+    assert row["to_level_greedy"] == float("inf") and row["wall_to_level"] == float("inf")  # greedy at half of sampled
+    assert "| 800k (2/3) | not reached (0/3) |" in table.markdown_table(summary)
+
+
+def test_a_cell_that_stopped_early_holds_its_last_evaluation_to_the_budget(tmp_path) -> None:
+    """Issue 43's rule: a PPO cell may stop once sampled and greedy success are both at least 0.95 at three evaluations
+    in a row; it then counts as finished, is not run again, and its curve holds the last values to the budget."""
+    folder = tmp_path / "MiniGrid-DoorKey-5x5-v0" / "ppo-s0"
+    folder.mkdir(parents=True)
+    points = [{"interactions": i * 50_000, "wall_s": float(i), "sampled": {"success": s}, "greedy": {"success": g}}
+              for i, (s, g) in enumerate([(0.1, 0.0), (0.96, 0.85), (0.97, 0.96), (0.99, 0.97), (0.98, 0.99)])]  # fmt: skip
+    (folder / "record.json").write_text(json.dumps({"budget": 1_000_000, "points": points, "stopped_early": 200_000}))
+    row = table.summarize(tmp_path, ["MiniGrid-DoorKey-5x5-v0"], ["ppo"])["MiniGrid-DoorKey-5x5-v0"]["methods"]["ppo"]
+    assert row["finished"] == 1 and row["stopped_early"] == 1 and row["curves"][0][-1] == [1_000_000, 0.98, 0.99]
+    assert row["to_level"] == 50_000 and row["to_level_greedy"] == 100_000 and row["wall_to_level"] == 2.0
+    assert row["at_end"] == pytest.approx(0.98) and "1 stopped early" in table.markdown_table(
+        table.summarize(tmp_path, ["MiniGrid-DoorKey-5x5-v0"], ["ppo"]))
+    assert table.progress(table.Cell("MiniGrid-DoorKey-5x5-v0", "ppo", 0, 1_000_000), tmp_path) == 1_000_000
+
+
+def test_the_stop_rule_needs_three_evaluations_in_a_row_sampled_and_greedy() -> None:
+    callback = HeldOutEvaluation("unused.json", "MiniGrid-DoorKey-5x5-v0", 1000, stop_level=0.95, stop_after=3)
+    point = lambda s, g: {"sampled": {"success": s}, "greedy": {"success": g}}  # noqa: E731
+    for points, stops in (([point(1, 1)] * 2, False), ([point(1, 1), point(0.94, 1), point(1, 1)], False),
+                          ([point(0.5, 0.5), point(0.95, 0.95), point(1, 0.96), point(0.97, 1)], True),
+                          ([point(1, 1), point(1, 1), point(1, 0.9)], False)):  # fmt: skip
+        callback._record = {"points": points}
+        assert callback.reached_stop_level() is stops
+    never = HeldOutEvaluation("unused.json", "MiniGrid-DoorKey-5x5-v0", 1000)
+    never._record = {"points": [point(1, 1)] * 5}
+    assert not never.reached_stop_level()
 
 
 def test_report_leaves_seeds_stopped_at_1m_out_of_the_end(tmp_path) -> None:

@@ -135,6 +135,9 @@ class HeldOutEvaluation(BaseCallback):
     :param points: evaluations after the first (every ``budget / points`` interactions)
     :param seeds: first held-out seed and number of seeds
     :param offset: interactions made before this process (a resumed run)
+    :param stop_level: stop training once sampled and greedy success are both at least this at ``stop_after``
+        evaluations in a row (the record then holds ``stopped_early``: the interactions where it stopped); None: never
+    :param stop_after: evaluations in a row for ``stop_level``
     :param verbose: print each point
     """
 
@@ -148,11 +151,17 @@ class HeldOutEvaluation(BaseCallback):
         points: int = 20,
         seeds: tuple[int, int] = (10_000, 200),
         offset: int = 0,
+        stop_level: float | None = None,
+        stop_after: int = 3,
         verbose: int = 1,
     ) -> None:
         super().__init__(verbose)
         if budget <= 0 or points <= 0:
             raise ValueError(f"budget and points must be positive, got {budget} and {points}")
+        if stop_level is not None and not 0 < stop_level <= 1 or int(stop_after) < 1:
+            raise ValueError(f"stop_level must be in (0, 1] or None and stop_after positive, got {stop_level}, {stop_after}")
+        self.stop_level = stop_level
+        self.stop_after = int(stop_after)
         self.record_path = Path(record)
         self.env_id = env_id
         self.budget = int(budget)
@@ -194,7 +203,21 @@ class HeldOutEvaluation(BaseCallback):
     def _on_step(self) -> bool:
         if self.interactions >= self._next * self.every - 1e-9 and self._next * self.every <= self.budget + 1e-9:
             self._evaluate()
+            if self.reached_stop_level():
+                self._record["stopped_early"] = self._record["points"][-1]["interactions"]
+                write_json(self.record_path, self._record)
+                return False
         return True
+
+    def reached_stop_level(self) -> bool:
+        """:return: whether the last ``stop_after`` evaluations all have sampled and greedy success of at least
+            ``stop_level``"""
+        last = self._record["points"][-self.stop_after :]
+        return (
+            self.stop_level is not None
+            and len(last) == self.stop_after
+            and all(min(p["sampled"]["success"], p["greedy"]["success"]) >= self.stop_level for p in last)
+        )
 
     def _on_training_end(self) -> None:
         done = self._record["points"][-1]["interactions"] if self._record["points"] else -1

@@ -66,9 +66,20 @@ ENVS = (
     "MiniGrid-ObstructedMaze-2Dlh-v0",
 )
 UNSOLVED = ("MiniGrid-MultiRoom-N4-S5-v0", "MiniGrid-LockedRoom-v0", "MiniGrid-ObstructedMaze-2Dlh-v0")
-METHODS = ("dirpg", "reinforce", "ppo", "ppo_shaped")
+METHODS = ("dirpg", "reinforce", "ppo", "ppo_same", "ppo_shaped")
 #: the methods a run trains unless ``--methods`` names others
-TRAINED = ("dirpg", "reinforce", "ppo")
+TRAINED = ("dirpg", "reinforce", "ppo", "ppo_same")
+#: the one change made to rl-zoo3's PPO entries: ``FlatObsWrapper`` declares a uint8 space (minigrid >= 2.5), SB3 >= 2.7.1
+#: stores observations in the space's dtype, and ``VecNormalize`` (``normalize: true``) leaves a non-image space as it
+#: is, so without this cast PPO trains on normalized observations wrapped around into uint8
+FLOAT32_CAST = {"gymnasium.wrappers.DtypeObservation": {"dtype": "float32"}}
+FLAT_OBS = "minigrid.wrappers.FlatObsWrapper"
+#: ``ppo_same`` normalizes the reward (DirPG's reward pays up to 100) but not the observation, which DirPG sees raw
+SAME_NORMALIZE = "dict(norm_obs=False, norm_reward=True)"
+#: the entry keys the ``ppo`` methods may override through rl-zoo3's ``-params`` (``env_kwargs`` go by ``--env-kwargs``)
+SAME_KEYS = ("env_wrapper", "policy", "policy_kwargs", "normalize")
+#: a cell may stop once it has reached this success, sampled and greedy, at :data:`STOP_AFTER` evaluations in a row
+STOP_LEVEL, STOP_AFTER = 0.95, 3
 MIN_BUDGET, MAX_BUDGET = 1_000_000, 3_000_000
 POINTS = 20  # an evaluation every 5 % of the budget
 KEPT_RECORD = "record-without-checkpoint.json"  # an earlier run's record, kept while a rerun from scratch catches up
@@ -150,19 +161,49 @@ def entry(env_id: str, method: str) -> dict[str, Any]:
     return dict(table[env_id])
 
 
+def repaired(wrappers: Any) -> list[Any]:
+    """:param wrappers: an ``env_wrapper`` entry of rl-zoo3's
+    :return: the same wrappers with :data:`FLOAT32_CAST` right after ``FlatObsWrapper`` (where it is not already)"""
+    out = []
+    specs = _as_list(wrappers)
+    for index, spec in enumerate(specs):
+        out.append(spec)
+        if spec == FLAT_OBS and (index + 1 == len(specs) or specs[index + 1] != FLOAT32_CAST):
+            out.append(FLOAT32_CAST)
+    return out
+
+
+def importable(policy_kwargs: str) -> str:
+    """:param policy_kwargs: a ``policy_kwargs`` string of the project's files, which may name ``MiniGridCNN``
+    :return: the same expression, evaluable where ``MiniGridCNN`` is not imported (rl-zoo3's own ``eval``)"""
+    return policy_kwargs.replace("MiniGridCNN", "__import__('sb3_dirpg.envs.minigrid', fromlist=['MiniGridCNN']).MiniGridCNN")
+
+
 def overrides(env_id: str, method: str) -> dict[str, Any]:
-    """What a method changes in its entry: nothing, except ``ppo_shaped``, which takes DirPG's reward and step limit.
+    """What a method changes in its entry.
+
+    * ``ppo``: rl-zoo3's entry with :data:`FLOAT32_CAST` after ``FlatObsWrapper``, nothing else;
+    * ``ppo_shaped``: the same, with the reward wrappers and the step limit of the env's DirPG entry;
+    * ``ppo_same``: rl-zoo3's PPO settings with exactly DirPG's information: the DirPG entry's reward, step limit,
+      observation wrappers, policy and network (``MiniGridCNN``), the reward normalized (:data:`SAME_NORMALIZE`);
+    * ours: nothing.
 
     :param env_id: the env
     :param method: one of :data:`METHODS`
-    :return: ``env_wrapper`` and ``env_kwargs`` to override, if any
+    :return: the entry's keys to override (``env_wrapper``, ``env_kwargs``, ``policy``, ``policy_kwargs``, ``normalize``)
     """
-    if method != "ppo_shaped":
+    if not method.startswith("ppo"):
         return {}
+    zoo_wrappers = repaired(entry(env_id, "ppo").get("env_wrapper"))
+    if method == "ppo":
+        return {"env_wrapper": zoo_wrappers}
     ours = entry(env_id, "dirpg")
+    if method == "ppo_same":
+        return {"env_wrapper": _as_list(ours.get("env_wrapper")), "env_kwargs": ours.get("env_kwargs", {}),
+                "policy": ours["policy"], "policy_kwargs": importable(ours["policy_kwargs"]),
+                "normalize": SAME_NORMALIZE}  # fmt: skip
     reward = [w for w in _as_list(ours.get("env_wrapper")) if "ShapedReward" in str(w) or "ProgressReward" in str(w)]
-    wrappers = reward + _as_list(entry(env_id, "ppo").get("env_wrapper"))
-    return {"env_wrapper": wrappers, "env_kwargs": ours.get("env_kwargs", {})}
+    return {"env_wrapper": reward + zoo_wrappers, "env_kwargs": ours.get("env_kwargs", {})}
 
 
 def _as_list(value: Any) -> list[Any]:
@@ -203,12 +244,12 @@ def command(cell: Cell, runs: Path, offset: int = 0) -> list[str]:
             env_wrapper=env_wrapper,
             points=POINTS,
             offset=offset,
+            **(dict(stop_level=STOP_LEVEL, stop_after=STOP_AFTER) if cell.method.startswith("ppo") else {}),
         )
     }
     params = [f"callback:{callback!r}", *cell.params]
     extra = overrides(cell.env_id, cell.method)
-    if "env_wrapper" in extra:
-        params.append(f"env_wrapper:{extra['env_wrapper']!r}")
+    params += [f"{key}:{value!r}" for key, value in extra.items() if key != "env_kwargs"]
     if cell.method.startswith("ppo"):
         head = [sys.executable, "-m", "rl_zoo3.train", "--algo", "ppo", "--gym-packages", "minigrid"]
     else:
@@ -228,14 +269,35 @@ def _last(record: dict[str, Any]) -> int:
     return int(record["points"][-1]["interactions"]) if record.get("points") else -1
 
 
+def finished(record: dict[str, Any]) -> bool:
+    """:param record: a cell's record
+    :return: whether the cell ran to its budget or stopped early by the rule (:data:`STOP_LEVEL`)"""
+    return "stopped_early" in record or _last(record) >= record["budget"]
+
+
+def curve(record: dict[str, Any]) -> list[list[float]]:
+    """:param record: a cell's record
+    :return: its ``[interactions, sampled success, greedy success]`` rows; a cell that stopped early by the rule holds
+        its last evaluation to the budget (one more row there, which the report marks)"""
+    rows = [[p["interactions"], p["sampled"]["success"], p["greedy"]["success"]] for p in record["points"]]
+    if "stopped_early" in record and rows and rows[-1][0] < record["budget"]:
+        rows.append([record["budget"], *rows[-1][1:]])
+    return rows
+
+
 def progress(cell: Cell, runs: Path) -> int:
     """:param cell: the cell
     :param runs: the folder of all cells
-    :return: interactions of the cell's last checkpoint (0 if none)"""
+    :return: interactions of the cell's last checkpoint (0 if none; the budget once it stopped early by the rule)"""
     path = cell.folder(runs) / "record.json"
-    if not path.exists() or not (cell.folder(runs) / "model.zip").exists():
+    if not path.exists():
         return 0
-    return max(_last(json.loads(path.read_text())), 0)
+    record = json.loads(path.read_text())
+    if "stopped_early" in record:
+        return cell.budget
+    if not (cell.folder(runs) / "model.zip").exists():
+        return 0
+    return max(_last(record), 0)
 
 
 def read_record(folder: Path) -> dict[str, Any] | None:
@@ -357,6 +419,17 @@ def interactions_to(points: Sequence[dict[str, Any]], level: float = LEVEL, mode
     return float("inf")
 
 
+def wall_to(points: Sequence[dict[str, Any]], level: float = LEVEL) -> float:
+    """:param points: a record's points
+    :param level: the success level
+    :return: training wall time (evaluations excluded) to the first evaluation at or above ``level`` with sampled and
+        with greedy actions (inf if none)"""
+    for point in points:
+        if min(point["sampled"]["success"], point["greedy"]["success"]) >= level:
+            return float(point["wall_s"])
+    return float("inf")
+
+
 def _name(spec: Any) -> str:
     """:param spec: an import path, or a one-key dict of an import path and its keyword arguments
     :return: the class or function name"""
@@ -449,18 +522,22 @@ def summarize(runs: Path, envs: Sequence[str], methods: Sequence[str]) -> dict[s
             if not records:
                 continue
             reach = [interactions_to(r["points"]) for r in records]
-            curves = [[[p["interactions"], p["sampled"]["success"], p["greedy"]["success"]] for p in r["points"]]
-                      for r in records]  # fmt: skip
+            reach_greedy = [interactions_to(r["points"], mode="greedy") for r in records]
+            curves = [curve(r) for r in records]
 
             end = max(r["budget"] for r in records)  # seeds stopped short of it (PPO's 1M rule) are left out
             budgets = [r["budget"] for r in records]
             rows[method] = {
                 "seeds": len(records),
                 "seed_ids": seed_ids,
-                "finished": int(sum(r["points"][-1]["interactions"] >= r["budget"] for r in records if r["points"])),
+                "finished": int(sum(finished(r) for r in records if r["points"])),
+                "stopped_early": int(sum("stopped_early" in r for r in records)),
                 "budgets": [int(budget) for budget in budgets],
                 "to_level": float(np.median(reach)),
                 "reached": int(np.isfinite(reach).sum()),
+                "to_level_greedy": float(np.median(reach_greedy)),
+                "reached_greedy": int(np.isfinite(reach_greedy).sum()),
+                "wall_to_level": float(np.median([wall_to(r["points"]) for r in records])),
                 "at_zoo_budget": mean_success(curves, budgets, min(zoo, end)),
                 "at_end": mean_success(curves, budgets, end),
                 "at_end_greedy": mean_success(curves, budgets, end, column=2),
@@ -478,21 +555,29 @@ def _fmt_rate(value: float | None) -> str:
     return "–" if value is None else f"{value:.2f}"
 
 
+def _fmt_wall(seconds: float) -> str:
+    return f"{seconds / 60:.1f} min" if np.isfinite(seconds) else "not reached"
+
+
 def _seeds(method: dict[str, Any]) -> str:
     """:param method: one method's row of the summary
-    :return: ``3 (3)``: seeds (finished), and how many were stopped short of the others' budget"""
+    :return: ``3 (3)``: seeds (finished), how many were stopped short of the others' budget, and how many stopped early
+        by the rule (:data:`STOP_LEVEL`)"""
     end = max(method["budgets"])
     short = {budget: method["budgets"].count(budget) for budget in sorted(set(method["budgets"])) if budget < end}
-    return f"{method['seeds']} ({method['finished']}" + "".join(f"; {n} to {format_count(b)}" for b, n in short.items()) + ")"
+    early = f"; {method['stopped_early']} stopped early" if method.get("stopped_early") else ""
+    shorts = "".join(f"; {n} to {format_count(b)}" for b, n in short.items())
+    return f"{method['seeds']} ({method['finished']}{shorts}{early})"
 
 
 def markdown_table(summary: dict[str, Any]) -> str:
     """:param summary: :func:`summarize`'s output
     :return: the table in Markdown"""
     lines = [
-        "| env | budget (rl-zoo3) | method | seeds (finished) | median interactions to 0.9 (sampled) | success at rl-zoo3 "
-        "budget | success at end, sampled / greedy | wall time | interactions/s | reward | observation | heuristic |",
-        "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- | --- |",
+        "| env | budget (rl-zoo3) | method | seeds (finished) | median interactions to 0.9, sampled | greedy | "
+        "median wall time to 0.9, both | success at rl-zoo3 budget | success at end, sampled / greedy | wall time | "
+        "interactions/s | reward | observation | heuristic |",
+        "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- | --- |",
     ]
     for env_id, row in summary.items():
         name = env_id.removeprefix("MiniGrid-").removesuffix("-v0") + (" (Unsolved)" if row["unsolved"] else "")
@@ -500,6 +585,8 @@ def markdown_table(summary: dict[str, Any]) -> str:
             lines.append(
                 f"| {name} | {format_count(row['budget'])} ({format_count(row['zoo_budget'])}) | {method} | {_seeds(m)} | "
                 f"{format_count(m['to_level'])} ({m['reached']}/{m['seeds']}) | "
+                f"{format_count(m['to_level_greedy'])} ({m['reached_greedy']}/{m['seeds']}) | "
+                f"{_fmt_wall(m['wall_to_level'])} | "
                 f"{_fmt_rate(m['at_zoo_budget'])} | {_fmt_rate(m['at_end'])} / {_fmt_rate(m['at_end_greedy'])} | "
                 f"{m['wall_s'] / 60:.1f} min | {m['rate']:,.0f} | {m['reward']} | {m['observation']} | {m['heuristic']} |"
             )

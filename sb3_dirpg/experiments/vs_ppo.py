@@ -7,7 +7,8 @@ the best success rate reached.
 
 * PPO: rl-zoo3's ``hyperparams/ppo.yml`` entry for the env, read from the installed rl_zoo3 (envs without an entry,
   such as MultiRoom-N2-S4, get the shared MiniGrid defaults of ``MiniGrid-Empty-Random-5x5-v0``):
-  ``FlatObsWrapper``, ``VecNormalize``, 8 envs, ``n_steps=128``, ``batch_size=64``, ``n_epochs=10``, ``gamma=0.99``,
+  ``FlatObsWrapper`` (cast to float32, see :func:`~sb3_dirpg.integrations.ppo.check_normalized_storage`),
+  ``VecNormalize``, 8 envs, ``n_steps=128``, ``batch_size=64``, ``n_epochs=10``, ``gamma=0.99``,
   ``gae_lambda=0.95``, ``lr=2.5e-4``, ``clip_range=0.2``, ``ent_coef=0``, MiniGrid's own sparse reward.
 * DirPG: the paper's MiniGrid setup (image + direction, :class:`~sb3_dirpg.envs.minigrid.MiniGridCNN`, shaped reward
   +100 goal / +30 door / ±5 pickup, weighted-A* priority with :class:`~sb3_dirpg.envs.minigrid.MultiRoomBound`,
@@ -34,6 +35,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 import yaml
+from gymnasium.wrappers import DtypeObservation
 from stable_baselines3 import PPO
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
@@ -55,6 +57,7 @@ from sb3_dirpg.experiments.multiroom import (
     make_env,
     make_model,
 )
+from sb3_dirpg.integrations.ppo import check_normalized_storage
 
 ENVS = ("MiniGrid-MultiRoom-N2-S4-v0", "MiniGrid-MultiRoom-N4-S5-v0", "MiniGrid-DoorKey-5x5-v0")
 ZOO_DEFAULT_ENTRY = "MiniGrid-Empty-Random-5x5-v0"
@@ -92,10 +95,15 @@ def make_ppo(env_id: str, seed: int) -> tuple[PPO, Callable[[Any], int], Callabl
     import minigrid  # noqa: F401  (registers the ids)
 
     hp = zoo_ppo_hyperparams(env_id)
-    wrapper = import_object(hp["env_wrapper"]) if "env_wrapper" in hp else None
+    flat = import_object(hp["env_wrapper"]) if "env_wrapper" in hp else None
+
+    def wrapper(env: gym.Env) -> gym.Env:  # the float32 cast that lets PPO learn (check_normalized_storage)
+        return DtypeObservation(flat(env), np.float32) if flat is not None else env
+
     venv = make_vec_env(env_id, n_envs=int(hp["n_envs"]), seed=seed, wrapper_class=wrapper, vec_env_cls=DummyVecEnv)
     if hp.get("normalize", False):
         venv = VecNormalize(venv, gamma=float(hp["gamma"]))
+    check_normalized_storage(venv)
     kwargs = {
         k: hp[k] for k in ("n_steps", "batch_size", "gae_lambda", "gamma", "n_epochs", "ent_coef", "clip_range") if k in hp
     }
@@ -109,8 +117,7 @@ def make_ppo(env_id: str, seed: int) -> tuple[PPO, Callable[[Any], int], Callabl
         return int(action[0])
 
     def make_eval_env() -> gym.Env:
-        env = gym.make(env_id)
-        return wrapper(env) if wrapper is not None else env
+        return wrapper(gym.make(env_id))
 
     return model, predict, make_eval_env, hp
 

@@ -5,11 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 import gymnasium as gym
+import numpy as np
 from gymnasium import spaces
 from sb3_contrib import MaskablePPO
 from sb3_contrib.common.maskable.utils import is_masking_supported
 from stable_baselines3 import PPO
 from stable_baselines3.common.type_aliases import GymEnv
+from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper, VecNormalize
 
 from sb3_dirpg.common.policies import DirPGPolicy
 from sb3_dirpg.common.simulator_algorithm import SimulatorAlgorithm
@@ -72,6 +74,8 @@ def ppo_from_dirpg(
     ppo_kwargs.setdefault("device", policy.device)
     if isinstance(env, str):
         env = gym.make(env)
+    if isinstance(env, VecEnv):
+        check_normalized_storage(env)
     if maskable is None:
         maskable = is_masking_supported(env)
     algo_class = MaskablePPO if maskable else PPO
@@ -83,6 +87,34 @@ def ppo_from_dirpg(
         )
     copy_actor(policy, ppo.policy)
     return ppo
+
+
+def check_normalized_storage(env: GymEnv) -> None:
+    """Refuse a ``VecNormalize`` whose normalized observations would be stored in an integer buffer.
+
+    SB3 >= 2.7.1 stores rollout observations in the observation space's dtype, and ``VecNormalize`` rewrites the space
+    to float32 for image spaces only: a normalized non-image integer space (MiniGrid's ``FlatObsWrapper`` declares uint8
+    since minigrid 2.5) makes PPO act on the normalized floats but train on them wrapped around into integers.
+
+    :param env: an env or VecEnv (a plain env passes)
+    :raises ValueError: naming the space and the fix, when a normalized observation has an integer dtype
+    """
+    while isinstance(env, VecEnvWrapper) and not isinstance(env, VecNormalize):
+        env = env.venv
+    if not isinstance(env, VecNormalize) or not env.norm_obs:
+        return
+    space = env.observation_space
+    named = {key: space[key] for key in env.norm_obs_keys or []} if isinstance(space, spaces.Dict) else {"": space}
+    for key, sub in named.items():
+        if not np.issubdtype(sub.dtype, np.floating):
+            where = f"the observation key {key!r}" if key else "the observation"
+            raise ValueError(
+                f"VecNormalize normalizes {where}, whose space has dtype {sub.dtype}: SB3 (>= 2.7.1) stores rollout "
+                "observations in that dtype, so the normalized floats would be wrapped around into integers and the "
+                "policy trained on garbage. Cast the observation to float32 before VecNormalize, e.g. "
+                "gymnasium.wrappers.DtypeObservation(env, np.float32) after minigrid.wrappers.FlatObsWrapper (rl-zoo3: "
+                "env_wrapper: [minigrid.wrappers.FlatObsWrapper, {gymnasium.wrappers.DtypeObservation: {dtype: float32}}])"
+            )
 
 
 def copy_actor(source: DirPGPolicy, target: Any) -> None:
