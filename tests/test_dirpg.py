@@ -511,3 +511,34 @@ def test_split_share_inverts_merge_shares() -> None:
     assert [ep.seed for ep in merged.episodes] == list(range(6))
     with pytest.raises(ValueError, match="add up"):
         split_share(share, [2, 2])
+
+
+def test_refine_success_searches_on_after_a_successful_a_opt() -> None:
+    """``stop_on_success`` ends the search at a successful ``a_opt`` with nothing to learn; ``refine_success`` searches
+    on for a larger ``D`` (here a shorter success: the return is discounted) and ends at the first one. Searches whose
+    ``a_opt`` fails are the same either way, and so are the ``a_opt`` samples."""
+    from sb3_dirpg.envs import make_minigrid_env
+    from sb3_dirpg.envs.minigrid import MiniGridCNN
+
+    env = make_minigrid_env("MiniGrid-Empty-Random-5x5-v0", max_steps=40)
+    policy_kwargs = dict(features_extractor_class=MiniGridCNN, net_arch=[], normalize_images=False)
+    model = DirPG("MultiInputPolicy", env, seed=0, gamma=0.99, search_budget=300, early_stop=False, stop_on_success=True,
+                  policy_kwargs=policy_kwargs, device="cpu")  # fmt: skip
+    seeds = list(range(80))
+    rngs = lambda: [np.random.default_rng([seed, 5]) for seed in seeds]  # noqa: E731
+    plain = model.search(seeds, rng=rngs()).episodes
+    refined = model.search(seeds, config=model.search_config(refine_success=True), rng=rngs()).episodes
+    succeeded = [i for i, ep in enumerate(plain) if ep.success_opt]
+    assert 8 <= len(succeeded) < len(seeds)  # both kinds of map are tested
+    for i, (a, b) in enumerate(zip(plain, refined)):
+        assert (a.length_opt, a.g_opt, a.return_opt, a.success_opt) == (b.length_opt, b.g_opt, b.return_opt, b.success_opt)
+        if i not in succeeded:
+            assert (a.interactions, a.d_dir, a.success_dir) == (b.interactions, b.d_dir, b.success_dir)
+            continue
+        assert a.interactions == a.length_opt and not a.improved  # stopped at once: a zero update
+        assert b.interactions > b.length_opt
+        if b.interactions - b.length_opt < 300:  # stopped before the budget: at a success that improved D
+            assert b.improved and b.success_dir and b.d_dir > b.d_opt
+    improved = [refined[i] for i in succeeded if refined[i].improved]
+    assert len(improved) >= len(succeeded) // 2
+    assert all(ep.return_dir > ep.return_opt for ep in improved)  # the same goal reward, reached sooner

@@ -28,6 +28,9 @@ SETTINGS = {
         priority="astar", alpha=1.0, depth_first=True, early_stop=True, budget=300, record_trajectories=True
     )),  # fmt: skip
     "n2-top-k": ("MiniGrid-MultiRoom-N2-S4-v0", 40, dict(priority="gumbel", max_trajectories=7, budget=10_000)),
+    "empty-refine": ("MiniGrid-Empty-Random-5x5-v0", 100, dict(
+        priority="gumbel", early_stop=False, stop_on_success=True, refine_success=True, budget=600, gamma=0.99
+    )),  # fmt: skip
 }
 
 

@@ -60,6 +60,9 @@ class DirPG(SimulatorAlgorithm):
         another (the authors' depth-first option); every pop then completes a trajectory
     :param stop_on_success: end an episode's search at the first trajectory that ends in success (``info["is_success"]``,
         the authors' "break on goal"); the budget left is neither spent nor counted in ``num_timesteps``
+    :param refine_success: with ``stop_on_success``, when ``a_opt`` itself succeeds, search on within the budget for a
+        trajectory with a larger ``D`` (a shorter success, where the return is discounted) and stop at the first one,
+        instead of stopping at once with a zero update (beyond the paper; docs/algorithm.md)
     :param batch_episodes: episodes searched in lockstep per update (None: ``max(8, n_envs)``)
     :param update_per_episode: apply one optimizer step per searched episode of a batch, in order, instead of one step
         on the batch's mean. With ``batch_episodes=k`` the policy is updated after every map as with
@@ -112,6 +115,7 @@ class DirPG(SimulatorAlgorithm):
         early_stop: bool = True,
         depth_first: bool = False,
         stop_on_success: bool = False,
+        refine_success: bool = False,
         batch_episodes: int | None = None,
         update_per_episode: bool = False,
         lookahead: int = 1,
@@ -167,6 +171,7 @@ class DirPG(SimulatorAlgorithm):
         self.early_stop = early_stop
         self.depth_first = depth_first
         self.stop_on_success = stop_on_success
+        self.refine_success = refine_success
         self.compiled_loop = bool(compiled_loop)
         self.update_per_episode = bool(update_per_episode)
         self.lookahead = int(lookahead)
@@ -203,7 +208,7 @@ class DirPG(SimulatorAlgorithm):
             epsilon=self.epsilon, budget=self.search_budget, priority=self.priority, alpha=self.alpha,
             prune=prune, early_stop=self.early_stop, gamma=self.gamma,
             horizon=self.horizon, depth_first=self.depth_first, stop_on_success=self.stop_on_success,
-            compiled_loop=getattr(self, "compiled_loop", True),
+            refine_success=getattr(self, "refine_success", False), compiled_loop=getattr(self, "compiled_loop", True),
         )  # fmt: skip
         settings.update(overrides)
         return SearchConfig(**settings)
@@ -385,6 +390,7 @@ class DirPG(SimulatorAlgorithm):
         steps = batch.steps
         n_episodes = sum(ep.opt_leaf >= 0 for ep in batch.episodes)
         self.logger.record("train/learning_rate", self.lr_schedule(self._current_progress_remaining))
+        self.logger.record("train/interactions_per_update", self.num_timesteps / max(1, self._n_updates))
         self._lookahead.commit(updated=len(steps.actions) > 0)
         if len(steps.actions) == 0:
             self.logger.record_mean("train/loss", 0.0)
@@ -469,6 +475,11 @@ class DirPG(SimulatorAlgorithm):
         log("search/search_interactions_per_episode", float(np.mean(search_interactions)))
         log("search/budget_unspent", float(np.mean([self.search_budget - n for n in search_interactions])))
         log("search/success_opt", float(np.mean([ep.success_opt for ep in found])))
+        # issue 44's diagnostics: how often a_opt itself succeeded and the search added nothing (a zero update), how
+        # sure the policy is along its own samples, and how many interactions each optimizer step costs
+        log("search/unchanged_fraction", 1.0 - len(improved) / max(1, len(found)))
+        log("search/unchanged_success_fraction", float(np.mean([ep.success_opt and not ep.improved for ep in found])))
+        log("search/entropy_opt", float(np.nanmean([ep.entropy_opt for ep in found])) if found else float("nan"))
         log("search/success_dir", float(np.mean([ep.success_dir for ep in found])))
         if improved:
             log("search/interactions_to_improvement", float(np.mean([ep.interactions_to_improvement for ep in improved])))

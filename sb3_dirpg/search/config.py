@@ -32,6 +32,10 @@ class SearchConfig:
     :param stop_on_success: end an episode's search as soon as a trajectory ends in success (the simulator's
         ``success`` flag, SB3's ``info["is_success"]``; the authors' "break on goal"). When ``a_opt`` succeeds the
         search ends at once and the episode adds nothing to the update; the budget left is neither spent nor counted.
+    :param refine_success: with ``stop_on_success``, do not end the search when ``a_opt`` itself succeeds: search on
+        (within the budget) for a trajectory with a larger ``D``, such as a shorter success under a discounted or
+        time-penalised return, and end at the first one found. Beyond the paper (docs/algorithm.md): the estimator is
+        unchanged, only the stopping rule, and without it a policy whose samples succeed stops learning
     :param compiled_loop: let a simulator that steps in compiled code run the lockstep iterations itself, many per call
         (:mod:`sb3_dirpg.search.fused`; the same search, with fewer Python calls); False runs one Python iteration per
         step, as with any other simulator
@@ -49,6 +53,7 @@ class SearchConfig:
     record_trajectories: bool = False
     depth_first: bool = False
     stop_on_success: bool = False
+    refine_success: bool = False
     compiled_loop: bool = True
 
     def __post_init__(self) -> None:

@@ -48,6 +48,7 @@ class EpisodeSearch:
         (realised return-to-go minus ``upper`` for ε > 0, ``lower`` minus it for ε < 0, discounted from the node);
         0 when every bound held or there is no heuristic
     :param bound_gap_depth: the depth of the node with that violation, or -1
+    :param entropy_opt: the policy's mean entropy (nats) over the steps of ``a_opt``, NaN before it is found
     """
 
     seed: int
@@ -69,6 +70,7 @@ class EpisodeSearch:
     recorded: list[CompletedTrajectory] = field(default_factory=list)
     bound_gap: float = 0.0
     bound_gap_depth: int = -1
+    entropy_opt: float = float("nan")
 
     @property
     def improved(self) -> bool:

@@ -305,6 +305,8 @@ class TopDownSearch:
             state.outcomes, progress.length_opt.tolist(), progress.search_interactions.tolist(), progress.pruned.tolist()
         ):
             ep.length_opt, ep.interactions, ep.pruned = length_opt, length_opt + searched, pruned
+            if ep.opt_leaf >= 0:
+                ep.entropy_opt = state.tree.mean_entropy(ep.opt_leaf)
         return SearchResult(tree=state.tree, episodes=state.outcomes, stopped=stopped)
 
     # -- one lockstep iteration ------------------------------------------------------------------------------
@@ -412,13 +414,25 @@ class TopDownSearch:
         if cfg.record_trajectories:
             ep.recorded.append(trajectory)
         phase = state.progress.phase[e]
+        improved = False
         if phase == OPT:
             self._set_opt(state, e, trajectory, success)
         elif phase == DIR and trajectory.d > state.progress.d_best[e]:
             self._improve_dir(state, e, trajectory, success)
+            improved = True
         enough = cfg.max_trajectories is not None and ep.trajectories >= cfg.max_trajectories
-        if enough or (cfg.stop_on_success and success):
+        if enough or (cfg.stop_on_success and success and self._ends_on_success(ep, phase, improved)):
             state.progress.phase[e] = DONE
+
+    def _ends_on_success(self, ep: EpisodeSearch, phase: int, improved: bool) -> bool:
+        """:param ep: the episode's outcome so far
+        :param phase: the phase the trajectory was found in
+        :param improved: whether the trajectory improved on the best ``D``
+        :return: whether a trajectory that succeeded ends the search (``stop_on_success``): always, except with
+            ``refine_success`` once ``a_opt`` succeeded, where only a success that improves ``D`` does"""
+        if not self.config.refine_success or not ep.success_opt:
+            return True
+        return phase != OPT and improved
 
     def _set_opt(self, state: SearchState, e: int, trajectory: CompletedTrajectory, success: bool) -> None:
         """Take episode ``e``'s first trajectory as ``a_opt`` (and as ``a_dir`` until a better one) and start the
@@ -438,7 +452,7 @@ class TopDownSearch:
         ep.success_opt = ep.success_dir = success
         state.progress.d_best[e] = d
         state.progress.phase[e] = DIR
-        if cfg.priority != "gumbel" and not (cfg.stop_on_success and success):
+        if cfg.priority != "gumbel" and not (cfg.stop_on_success and success and not cfg.refine_success):
             self._reprioritise(state, e)
 
     def _improve_dir(self, state: SearchState, e: int, trajectory: CompletedTrajectory, success: bool) -> None:

@@ -218,6 +218,16 @@ class SearchTree:
         """
         return _path(self.nodes.parent, int(leaf)).tolist()
 
+    def mean_entropy(self, leaf: int) -> float:
+        """:param leaf: the last node of a trajectory
+        :return: the mean over its steps of the policy's entropy (nats, over the legal actions) in the state of the step
+            (NaN where a state was never evaluated)"""
+        log_pi = self.nodes.log_pi[self.path(leaf)[:-1]]
+        if log_pi.size == 0:
+            return float("nan")
+        terms = np.where(np.isfinite(log_pi), np.exp(log_pi) * log_pi, 0.0)
+        return float(-terms.sum(axis=1).mean())
+
     def undiscounted_return(self, leaf: int) -> float:
         """:param leaf: a node id
         :return: the plain sum of the rewards from the root to ``leaf``"""

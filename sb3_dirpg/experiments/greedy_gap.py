@@ -1,0 +1,217 @@
+"""``python -m sb3_dirpg.experiments.greedy_gap``: why DirPG's sampled policy succeeds where its greedy one fails
+(issue 44), measured over training on the table's envs.
+
+One DirPG run per env and variant, from the env's entry in ``zoo_hyperparams/dirpg.yml`` with a variant's changes
+(``--params key:value``, rl-zoo3's syntax). Every ``--every`` interactions the run records:
+
+* held-out success (200 seeds from 10000, no search), sampled and greedy, and MiniGrid's own return;
+* the search diagnostics of the maps searched since the last point, averaged per map: the fraction where ``a_dir`` is
+  ``a_opt`` (no update), the fraction where ``a_opt`` itself succeeded and nothing better was found, the policy's
+  entropy along ``a_opt``, the update's gradient norm, and the interactions per optimizer step.
+
+At the end the greedy policy's failed held-out episodes are described: distinct cells visited, whether the agent's
+state (position, direction, carried object, grid) repeated (a deterministic policy then loops forever), and the mix
+of actions. Results go to ``OUT/greedy_gap.json`` (``--tag`` names a variant's file).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch as th
+from stable_baselines3.common.base_class import BaseAlgorithm
+from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.logger import KVWriter, Logger
+
+from sb3_dirpg.experiments.common import default_out
+from sb3_dirpg.experiments.held_out import EVAL_SEED, build_env, evaluate_held_out, is_success, write_json
+
+DIAGNOSTICS = {
+    "unchanged": "search/unchanged_fraction",
+    "unchanged_success": "search/unchanged_success_fraction",
+    "entropy_opt": "search/entropy_opt",
+    "success_opt": "search/success_opt",
+    "grad_norm": "train/grad_norm",
+    "interactions_per_map": "search/interactions_per_episode",
+}
+ACTIONS = ("left", "right", "forward", "pickup", "drop", "toggle", "done")
+
+
+class DiagnosticsWriter(KVWriter):
+    """Keeps the means of the diagnostics of every logger dump since the last :meth:`take`."""
+
+    def __init__(self) -> None:
+        self.rows: list[dict[str, float]] = []
+
+    def write(self, key_values: dict[str, Any], key_excluded: dict[str, Any], step: int = 0) -> None:
+        """:param key_values: the dumped values
+        :param key_excluded: the formats each key is excluded from (unused)
+        :param step: the dump's step (unused)"""
+        self.rows.append({name: float(key_values[key]) for name, key in DIAGNOSTICS.items() if key in key_values})
+
+    def take(self) -> dict[str, float]:
+        """:return: each diagnostic's mean over the dumps since the last call (NaN where none had it)"""
+        out = {name: float(np.nanmean([row.get(name, np.nan) for row in self.rows] or [np.nan])) for name in DIAGNOSTICS}
+        self.rows = []
+        return out
+
+    def close(self) -> None:
+        """Nothing to close."""
+
+
+class GapRecorder(BaseCallback):
+    """Evaluate held-out success, sampled and greedy, every ``every`` interactions, with the search diagnostics since
+    the last evaluation.
+
+    :param env_id: the env
+    :param env_kwargs: the entry's ``env_kwargs``
+    :param env_wrapper: the entry's ``env_wrapper``
+    :param every: interactions between evaluations
+    :param writer: the logger's diagnostics writer
+    :param n_seeds: held-out seeds (from 10000)
+    """
+
+    def __init__(self, env_id: str, env_kwargs: dict[str, Any], env_wrapper: Any, every: int, writer: DiagnosticsWriter,
+                 n_seeds: int = 200) -> None:  # fmt: skip
+        super().__init__(0)
+        self.envs = [build_env(env_id, env_kwargs, env_wrapper) for _ in range(n_seeds)]
+        self.seeds = list(range(10_000, 10_000 + n_seeds))
+        self.every, self.writer = int(every), writer
+        self.points: list[dict[str, Any]] = []
+        self._next, self._train_s, self._since = 0, 0.0, 0.0
+
+    def _on_training_start(self) -> None:
+        self._since = time.perf_counter()
+        self._evaluate()
+
+    def _on_step(self) -> bool:
+        if self.model.num_timesteps >= self._next:
+            self._evaluate()
+        return True
+
+    def _on_training_end(self) -> None:
+        if self.points[-1]["interactions"] < self.model.num_timesteps:
+            self._evaluate()
+
+    def _evaluate(self) -> None:
+        self._train_s += time.perf_counter() - self._since
+        with th.random.fork_rng(devices=[]):
+            th.manual_seed(EVAL_SEED)
+            sampled = evaluate_held_out(self.model, self.envs, self.seeds, deterministic=False)
+        greedy = evaluate_held_out(self.model, self.envs, self.seeds, deterministic=True)
+        point = {"interactions": int(self.model.num_timesteps), "wall_s": round(self._train_s, 2), "sampled": sampled,
+                 "greedy": greedy, "updates": int(self.model._n_updates), **self.writer.take()}  # fmt: skip
+        self.points.append(point)
+        print(
+            f"{point['interactions']:>8d}: sampled {sampled['success']:.3f} greedy {greedy['success']:.3f} | unchanged "
+            f"{point['unchanged']:.2f} (a_opt succeeded {point['unchanged_success']:.2f}) entropy {point['entropy_opt']:.2f} "
+            f"updates {point['updates']} ({point['wall_s']:.0f} s)",
+            flush=True,
+        )
+        self._next = (self.model.num_timesteps // self.every + 1) * self.every
+        self._since = time.perf_counter()
+
+
+def describe_greedy_failures(model: BaseAlgorithm, env_id: str, env_kwargs: dict[str, Any], env_wrapper: Any,
+                             seeds: Sequence[int]) -> dict[str, Any]:  # fmt: skip
+    """Play the greedy policy on held-out seeds and describe the episodes that fail.
+
+    :param model: the trained model
+    :param env_id: the env
+    :param env_kwargs: the entry's ``env_kwargs``
+    :param env_wrapper: the entry's ``env_wrapper``
+    :param seeds: the held-out seeds
+    :return: ``failed`` (their number of ``episodes``), and over the failed ones: ``cells`` (mean distinct cells),
+        ``looped`` (fraction whose full state repeated: a deterministic policy then cycles), ``loop_length`` (mean
+        period of the cycle), and ``actions`` (the share of each action)
+    """
+    env = build_env(env_id, env_kwargs, env_wrapper)
+    base = env.unwrapped
+    failed: list[dict[str, Any]] = []
+    for seed in seeds:
+        obs, _ = env.reset(seed=int(seed))
+        seen: dict[bytes, int] = {}
+        cells, actions, loop, steps, done, success = set(), np.zeros(len(ACTIONS)), 0, 0, False, False
+        while not done:
+            carried = base.carrying.encode() if base.carrying is not None else (0, 0, 0)
+            state = np.concatenate([[*base.agent_pos, base.agent_dir, *carried], base.grid.encode().ravel()]).tobytes()
+            if state in seen and not loop:
+                loop = steps - seen[state]
+            seen.setdefault(state, steps)
+            cells.add(tuple(int(v) for v in base.agent_pos))
+            action = int(np.asarray(model.predict(obs, deterministic=True)[0]).reshape(-1)[0])
+            actions[action] += 1
+            obs, reward, terminated, truncated, info = env.step(action)
+            steps += 1
+            done = terminated or truncated
+            success = done and is_success(float(reward), terminated, info)
+        if not success:
+            failed.append({"cells": len(cells), "loop": loop, "actions": actions / max(1, actions.sum())})
+    if not failed:
+        return {"episodes": len(seeds), "failed": 0}
+    return {
+        "episodes": len(seeds),
+        "failed": len(failed),
+        "cells": float(np.mean([f["cells"] for f in failed])),
+        "looped": float(np.mean([f["loop"] > 0 for f in failed])),
+        "loop_length": float(np.mean([f["loop"] for f in failed if f["loop"] > 0] or [np.nan])),
+        "actions": dict(zip(ACTIONS, np.mean([f["actions"] for f in failed], axis=0).round(3).tolist())),
+    }
+
+
+def run(env_id: str, params: Sequence[str], budget: int, every: int, seed: int) -> dict[str, Any]:
+    """Train DirPG from the env's entry with a variant's changes, recording the gap and the diagnostics.
+
+    :param env_id: the env
+    :param params: the variant's ``key:value`` changes of the entry
+    :param budget: training interactions
+    :param every: interactions between evaluations
+    :param seed: the training seed
+    :return: the entry's settings, the points and the greedy failures at the end
+    """
+    from sb3_dirpg.dirpg import DirPG
+    from sb3_dirpg.experiments.minigrid_table import entry, parse_params
+    from sb3_dirpg.integrations.zoo import algorithm_kwargs
+
+    th.set_num_threads(1)
+    settings = {**entry(env_id, "dirpg"), **parse_params(params)}
+    env_kwargs, env_wrapper = dict(settings.get("env_kwargs") or {}), settings.get("env_wrapper")
+    env = build_env(env_id, env_kwargs, env_wrapper)
+    model = DirPG(settings["policy"], env, seed=seed, device="cpu", **algorithm_kwargs(settings))
+    writer = DiagnosticsWriter()
+    model.set_logger(Logger(None, [writer]))
+    recorder = GapRecorder(env_id, env_kwargs, env_wrapper, every, writer)
+    model.learn(budget, callback=recorder, log_interval=1)
+    failures = describe_greedy_failures(model, env_id, env_kwargs, env_wrapper, recorder.seeds)
+    print("greedy failures at the end:", json.dumps(failures), flush=True)
+    return {"env_id": env_id, "params": list(params), "seed": seed, "points": recorder.points, "greedy_failures": failures}
+
+
+def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
+    """:param argv: command-line arguments
+    :return: the results"""
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--env", default="MiniGrid-DoorKey-5x5-v0")
+    parser.add_argument("--params", nargs="*", default=[], metavar="KEY:VALUE", help="the variant's changes of the entry")
+    parser.add_argument("--tag", default="shipped", help="names the variant in the results file")
+    parser.add_argument("--budget", type=int, default=300_000)
+    parser.add_argument("--every", type=int, default=25_000)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", type=Path, default=None)
+    args = parser.parse_args(argv)
+    result = run(args.env, args.params, args.budget, args.every, args.seed)
+    out = (args.out or default_out()) / "greedy_gap"
+    out.mkdir(parents=True, exist_ok=True)
+    name = f"{args.env.removeprefix('MiniGrid-').removesuffix('-v0')}-{args.tag}-s{args.seed}.json"
+    write_json(out / name, result)
+    return result
+
+
+if __name__ == "__main__":
+    main()
