@@ -38,6 +38,9 @@ _HEURISTIC_CONTRACT = (
 )
 
 
+_INF = float("inf")
+
+
 def _vec_wrappers(venv: VecEnv) -> list[VecEnvWrapper]:
     layers = []
     while isinstance(venv, VecEnvWrapper):
@@ -182,7 +185,8 @@ class VecSimulator:
         except Exception as error:
             raise self._heuristic_raised(env, error) from error
         if type(value) is tuple and len(value) == 2 and type(value[0]) is float and type(value[1]) is float:
-            if value[0] <= value[1]:  # the usual answer, checked in full below when it is anything else (NaN included)
+            # the usual answer, checked in full below when it is anything else (NaN and impossible infinities included)
+            if value[0] <= value[1] and value[0] != _INF and value[1] != -_INF:
                 return value
         if isinstance(value, tuple) and len(value) == 2:
             lower, upper = value
@@ -198,6 +202,11 @@ class VecSimulator:
             self._bad_bounds(env, value, "has lower > upper")
         if upper != upper or lower != lower:  # NaN
             self._bad_bounds(env, value, "is NaN")
+        if lower == _INF or upper == -_INF:
+            self._bad_bounds(
+                env, value, "is impossible (a lower bound of +inf or an upper bound of -inf holds for no return-to-go; "
+                "an unknown bound is -inf for the lower and +inf for the upper)",
+            )  # fmt: skip
         return lower, upper
 
     def _bad_bounds(self, env: SimulatorWrapper, value: Any, problem: str) -> None:

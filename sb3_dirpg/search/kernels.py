@@ -210,7 +210,8 @@ def _push_region(
     """Queue one region of episode ``e`` (``TopDownSearch._push`` for one region), or prune it; with ``follow``, make
     it the episode's next region instead (depth-first).
 
-    The bound on the return-to-go of the region's node is ``upper`` for ε > 0 and ``lower`` for ε < 0.
+    The bound on the return-to-go of the region's node is ``upper`` for ε > 0 and ``lower`` for ε < 0. An infinite one
+    prunes nothing and adds nothing to the A* priority (the priority is then ``G + ε·L``, as with α = 0).
     """
     node, g, epsilon = regions.node[region], regions.G[region], params.epsilon
     ret = nodes.ret[node]
@@ -225,7 +226,9 @@ def _push_region(
         key = g
         if phase != OPT and params.priority == ASTAR:
             key = g + epsilon * ret
-            if params.alpha > 0:
+            # an infinite bound (no bound known, or a heuristic's ±inf) guides nothing: it adds nothing to the priority,
+            # which would otherwise be infinite for every such region and lose its order (issue 46)
+            if params.alpha > 0 and np.isfinite(rest_bound):
                 key = key + (epsilon * params.alpha) * rest_bound
         _heap_push(queues, e, -key, bound, region)
 
