@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from sb3_dirpg.experiments import control_variate, multiroom, vs_ppo
@@ -74,3 +75,21 @@ def test_vs_ppo_module_runs(tmp_path: Path) -> None:
         assert {"success", "interactions_to_target", "best_success_mean", "runs"} <= set(method)
         assert len(method["runs"][0]["success"]) == 2
     assert data["settings"]["ppo"][TINY_ENV]["entry"] == "MiniGrid-Empty-Random-5x5-v0"
+
+
+def test_greedy_gap_records_the_diagnostics_and_the_greedy_failures(tmp_path) -> None:
+    """``experiments.greedy_gap`` (issue 44): every point has both success modes and the search diagnostics of the maps
+    searched since the last one; the greedy failures are described (an untrained greedy policy cycles at once)."""
+    from sb3_dirpg.experiments import greedy_gap
+
+    result = greedy_gap.main(["--env", "MiniGrid-DoorKey-5x5-v0", "--budget", "9000", "--every", "4500", "--maps", "8",
+                              "--tag", "test", "--out", str(tmp_path)])  # fmt: skip
+    points = result["points"]
+    assert [p["interactions"] for p in points][0] == 0 and points[-1]["interactions"] >= 9000 and len(points) >= 3
+    later = points[1:]
+    assert all(0 <= p["unchanged"] <= 1 and 0 <= p["unchanged_success"] <= p["unchanged"] for p in later)
+    assert all(0 < p["entropy_opt"] <= np.log(7) + 1e-6 for p in later)  # nats, over at most 7 legal actions
+    failures = result["greedy_failures"]
+    assert failures["episodes"] == 8 and failures["failed"] >= 1
+    assert 0 <= failures["looped"] <= 1 and abs(sum(failures["actions"].values()) - 1) < 0.01
+    assert (tmp_path / "greedy_gap" / "DoorKey-5x5-test-s0.json").exists()

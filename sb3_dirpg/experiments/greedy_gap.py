@@ -165,7 +165,7 @@ def describe_greedy_failures(model: BaseAlgorithm, env_id: str, env_kwargs: dict
     }
 
 
-def run(env_id: str, params: Sequence[str], budget: int, every: int, seed: int) -> dict[str, Any]:
+def run(env_id: str, params: Sequence[str], budget: int, every: int, seed: int, n_seeds: int = 200) -> dict[str, Any]:
     """Train DirPG from the env's entry with a variant's changes, recording the gap and the diagnostics.
 
     :param env_id: the env
@@ -173,6 +173,7 @@ def run(env_id: str, params: Sequence[str], budget: int, every: int, seed: int) 
     :param budget: training interactions
     :param every: interactions between evaluations
     :param seed: the training seed
+    :param n_seeds: held-out seeds per evaluation (from 10000)
     :return: the entry's settings, the points and the greedy failures at the end
     """
     from sb3_dirpg.dirpg import DirPG
@@ -186,7 +187,7 @@ def run(env_id: str, params: Sequence[str], budget: int, every: int, seed: int) 
     model = DirPG(settings["policy"], env, seed=seed, device="cpu", **algorithm_kwargs(settings))
     writer = DiagnosticsWriter()
     model.set_logger(Logger(None, [writer]))
-    recorder = GapRecorder(env_id, env_kwargs, env_wrapper, every, writer)
+    recorder = GapRecorder(env_id, env_kwargs, env_wrapper, every, writer, n_seeds)
     model.learn(budget, callback=recorder, log_interval=1)
     failures = describe_greedy_failures(model, env_id, env_kwargs, env_wrapper, recorder.seeds)
     print("greedy failures at the end:", json.dumps(failures), flush=True)
@@ -203,9 +204,10 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--budget", type=int, default=300_000)
     parser.add_argument("--every", type=int, default=25_000)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--maps", type=int, default=200, help="held-out seeds per evaluation")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
-    result = run(args.env, args.params, args.budget, args.every, args.seed)
+    result = run(args.env, args.params, args.budget, args.every, args.seed, args.maps)
     out = (args.out or default_out()) / "greedy_gap"
     out.mkdir(parents=True, exist_ok=True)
     name = f"{args.env.removeprefix('MiniGrid-').removesuffix('-v0')}-{args.tag}-s{args.seed}.json"

@@ -78,7 +78,8 @@ FLAT_OBS = "minigrid.wrappers.FlatObsWrapper"
 SAME_NORMALIZE = "dict(norm_obs=False, norm_reward=True)"
 #: the entry keys the ``ppo`` methods may override through rl-zoo3's ``-params`` (``env_kwargs`` go by ``--env-kwargs``)
 SAME_KEYS = ("env_wrapper", "policy", "policy_kwargs", "normalize")
-#: a cell may stop once it has reached this success, sampled and greedy, at :data:`STOP_AFTER` evaluations in a row
+#: a cell (of any method) stops once it has reached this success, sampled and greedy, at :data:`STOP_AFTER` evaluations
+#: in a row
 STOP_LEVEL, STOP_AFTER = 0.95, 3
 MIN_BUDGET, MAX_BUDGET = 1_000_000, 3_000_000
 POINTS = 20  # an evaluation every 5 % of the budget
@@ -244,7 +245,8 @@ def command(cell: Cell, runs: Path, offset: int = 0) -> list[str]:
             env_wrapper=env_wrapper,
             points=POINTS,
             offset=offset,
-            **(dict(stop_level=STOP_LEVEL, stop_after=STOP_AFTER) if cell.method.startswith("ppo") else {}),
+            stop_level=STOP_LEVEL,
+            stop_after=STOP_AFTER,
         )
     }
     params = [f"callback:{callback!r}", *cell.params]
@@ -395,8 +397,13 @@ def cells_to_run(runs: Path, envs: Sequence[str]) -> list[Cell]:
             done = {seed for seed, curve in seeds.items() if curve and curve[-1][0] >= budget}
             todo = [seed for seed in sorted(set(seeds) | set(range(MIN_SEEDS))) if seed not in done]
             cells += [Cell(env_id, method, seed, budget) for seed in todo[: max(0, MIN_SEEDS - len(done))]]
-        if "ppo_shaped" in missing_cells(env_id, row):
-            cells.append(Cell(env_id, "ppo_shaped", 0, budget))
+        same = [text for text in missing_cells(env_id, row) if text.startswith("ppo_same")]
+        if same:
+            seeds = dict(zip(methods["ppo_same"]["seed_ids"], methods["ppo_same"]["curves"])) if "ppo_same" in methods else {}
+            done = {seed for seed, rows in seeds.items() if rows and rows[-1][0] >= budget}
+            wanted = 1 if not done else MIN_SEEDS
+            todo = [seed for seed in sorted(set(seeds) | set(range(MIN_SEEDS))) if seed not in done]
+            cells += [Cell(env_id, "ppo_same", seed, budget) for seed in todo[: max(0, wanted - len(done))]]
 
     def order(cell: Cell) -> tuple[bool, int]:
         made = progress(cell, runs)

@@ -31,7 +31,9 @@ from typing import Any, NamedTuple
 import numpy as np
 
 LEVEL = 0.9
-BASELINES = ("reinforce", "ppo", "ppo_shaped")
+BASELINES = ("reinforce", "ppo", "ppo_same", "ppo_shaped")
+#: the two PPO runs of issue 43: rl-zoo3's (repaired) and PPO with DirPG's reward, observation and network
+PPOS = ("ppo", "ppo_same")
 UNSOLVED_LIMIT = 10_000_000
 MIN_SEEDS = 3
 #: past 1M, one rl-zoo3 PPO seed of three is enough where all are below this at 1M ("far from 0.9")
@@ -53,20 +55,22 @@ def overshoot(interactions: Sequence[float]) -> float:
     return 0.25 * float(np.median(np.diff(interactions))) if len(interactions) > 1 else 0.0
 
 
-def first_reach(curve: Sequence[Sequence[float]], limit: float, level: float = LEVEL) -> float:
+def first_reach(curve: Sequence[Sequence[float]], limit: float, level: float = LEVEL, column: int = 1) -> float:
     """:param curve: ``[interactions, sampled success, greedy success]`` rows of one run
     :param limit: the last interactions that count (an evaluation for this mark that landed just past it counts)
     :param level: the success level
+    :param column: 1 for sampled success, 2 for greedy
     :return: the interactions of the first evaluation at or above ``level`` within ``limit`` (inf if none)"""
     limit += overshoot([point[0] for point in curve])
-    return next((float(point[0]) for point in curve if point[0] <= limit and point[1] >= level), float("inf"))
+    return next((float(point[0]) for point in curve if point[0] <= limit and point[column] >= level), float("inf"))
 
 
-def median_reach(curves: Sequence[Sequence[Sequence[float]]], limit: float) -> float:
+def median_reach(curves: Sequence[Sequence[Sequence[float]]], limit: float, column: int = 1) -> float:
     """:param curves: one curve per seed
     :param limit: the last interactions that count
+    :param column: 1 for sampled success, 2 for greedy
     :return: the median over seeds of :func:`first_reach` (inf when half of the seeds or more never got there)"""
-    return float(np.median([first_reach(curve, limit) for curve in curves]))
+    return float(np.median([first_reach(curve, limit, column=column) for curve in curves]))
 
 
 def undecided(curves: Sequence[Sequence[Sequence[float]]], limit: float, budgets: Sequence[float] | None = None) -> bool:
@@ -136,7 +140,8 @@ def missing_cells(env_id: str, row: dict[str, Any]) -> list[str]:
 
     :param env_id: the env
     :param row: the env's row of the summary
-    :return: e.g. ``reinforce: 1 of 3 seeds``, ``ppo: 2 of 3 seeds to 1M``, ``ppo: one seed to 3.00M``, ``ppo_shaped``
+    :return: e.g. ``reinforce: 1 of 3 seeds``, ``ppo: 2 of 3 seeds to 1M``, ``ppo: one seed to 3.00M``,
+        ``ppo_same: 0 of 1 seed`` (PPO with DirPG's information: one seed, three where it reaches 0.9 before DirPG)
     """
     methods, budget, missing = row["methods"], row["budget"], []
     for method in ("dirpg", "reinforce", "ppo"):
@@ -151,9 +156,12 @@ def missing_cells(env_id: str, row: dict[str, Any]) -> list[str]:
         seeds = methods.get(method, {}).get("finished", 0)
         if seeds < MIN_SEEDS:
             missing.append(f"{method}: {seeds} of {MIN_SEEDS} seeds")
-    ppo_fails = "ppo" in methods and not np.isfinite(median_reach(methods["ppo"]["curves"], budget))
-    if (ppo_fails or row["unsolved"]) and "ppo_shaped" not in methods:
-        missing.append("ppo_shaped")
+    same = methods.get("ppo_same", {})
+    if not same.get("finished", 0):
+        missing.append("ppo_same: 0 of 1 seed")
+    elif same.get("finished", 0) < MIN_SEEDS and "dirpg" in methods:  # 3 seeds where it reaches 0.9 before DirPG
+        if median_reach(same["curves"], budget) < median_reach(methods["dirpg"]["curves"], budget):
+            missing.append(f"ppo_same: {same['finished']} of {MIN_SEEDS} seeds (it reaches 0.9 before DirPG)")
     return missing
 
 
@@ -201,7 +209,12 @@ def judge(summary: dict[str, Any]) -> dict[str, Any]:
             if tie_break:
                 fine = _slack(methods[f"dirpg@{TIE_BREAK}"]["curves"])
                 faster = bool(tie_break["dirpg"] < min(v for m, v in tie_break.items() if m != "dirpg") - fine)
+        ppos = {m: (median_reach(methods[m]["curves"], budget), median_reach(methods[m]["curves"], budget, column=2))
+                for m in PPOS if m in methods}  # fmt: skip
         envs[env_id] = {
+            "dirpg_greedy": median_reach(methods["dirpg"]["curves"], budget, column=2),
+            "ppo_best": min((v[0] for v in ppos.values()), default=float("inf")),
+            "ppo_best_greedy": min((v[1] for v in ppos.values()), default=float("inf")),
             "dirpg": dirpg,
             "baselines": baselines,
             "baseline_reaches": bool(reached),
@@ -236,9 +249,10 @@ def format_count(value: float, running: bool = False) -> str:
 def targets_table(verdict: dict[str, Any]) -> str:
     """:param verdict: :func:`judge`'s output
     :return: a Markdown table, one row per env, and the three targets' counts"""
-    lines = ["| env | DirPG, median to 0.9 | baselines, median to 0.9 | DirPG reaches where a baseline does | "
-             "DirPG faster than the best baseline | Unsolved: DirPG 0.9 within 1e7 | cells missing |",
-             "| --- | ---: | --- | --- | --- | --- | --- |"]  # fmt: skip
+    lines = ["| env | DirPG, median to 0.9 | baselines, median to 0.9 | greedy to 0.9: DirPG / better PPO | "
+             "DirPG reaches where a baseline does | DirPG faster than the best baseline | Unsolved: DirPG 0.9 within 1e7 | "
+             "cells missing |",
+             "| --- | ---: | --- | --- | --- | --- | --- | --- |"]  # fmt: skip
     for env_id, e in verdict["envs"].items():
         running = e.get("undecided", [])
         baselines = ", ".join(f"{m} {format_count(v, m in running)}" for m, v in e["baselines"].items()) or "none run"
@@ -251,7 +265,8 @@ def targets_table(verdict: dict[str, Any]) -> str:
         unsolved = ("yes" if e["unsolved_solved"] else "**no**") if e["unsolved"] else "–"
         name = env_id.removeprefix("MiniGrid-").removesuffix("-v0")
         dirpg, missing = format_count(e["dirpg"], "dirpg" in running), "; ".join(e["missing"]) or "–"
-        lines.append(f"| {name} | {dirpg} | {baselines} | {reaches} | {faster} | {unsolved} | {missing} |")
+        greedy = f"{format_count(e['dirpg_greedy'])} / {format_count(e['ppo_best_greedy'])}"
+        lines.append(f"| {name} | {dirpg} | {baselines} | {greedy} | {reaches} | {faster} | {unsolved} | {missing} |")
     (r, n), (f, m), (u, k) = verdict["reaches"], verdict["faster"], verdict["unsolved"]
     lines += [
         "",
