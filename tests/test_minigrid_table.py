@@ -238,6 +238,8 @@ def test_a_cell_that_stopped_early_holds_its_last_evaluation_to_the_budget(tmp_p
     assert row["at_end"] == pytest.approx(0.98) and "1 stopped early" in table.markdown_table(
         table.summarize(tmp_path, ["MiniGrid-DoorKey-5x5-v0"], ["ppo"]))
     assert table.progress(table.Cell("MiniGrid-DoorKey-5x5-v0", "ppo", 0, 1_000_000), tmp_path) == 1_000_000
+    table._keep_unresumable_record(folder)  # finished without a checkpoint by design: nothing to keep aside
+    assert not (folder / table.KEPT_RECORD).exists()
 
 
 def test_the_stop_rule_needs_three_evaluations_in_a_row_sampled_and_greedy() -> None:

@@ -321,7 +321,7 @@ def _keep_unresumable_record(folder: Path) -> None:
     :param folder: the cell's folder
     """
     current, kept = folder / "record.json", folder / KEPT_RECORD
-    if not current.exists():
+    if not current.exists() or "stopped_early" in json.loads(current.read_text()):  # finished: it needs no checkpoint
         return
     current_end = _last(json.loads(current.read_text()))
     kept_end = _last(json.loads(kept.read_text())) if kept.exists() else -1
