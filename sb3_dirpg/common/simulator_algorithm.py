@@ -28,7 +28,7 @@ from sb3_dirpg.common.item_policy import ItemPolicy
 from sb3_dirpg.common.iterative_algorithm import IterativeAlgorithm
 from sb3_dirpg.common.policies import CnnPolicy, DirPGPolicy, MlpPolicy, MultiInputPolicy
 from sb3_dirpg.common.simulator_backends import check_simulator_backend, make_vec_simulator
-from sb3_dirpg.common.vec_simulator import VecSimulator, check_vec_env, vec_env_simulators
+from sb3_dirpg.common.vec_simulator import VecSimulator, check_sub_envs_alike, check_vec_env, vec_env_simulators
 from sb3_dirpg.search.protocols import Heuristic, PolicyFunction
 from sb3_dirpg.simulator.api_check import unsupported_observation_spaces
 from sb3_dirpg.simulator.cloners import env_name
@@ -115,19 +115,10 @@ class SimulatorAlgorithm(IterativeAlgorithm):
             env = maybe_make_env(env, verbose)
         if isinstance(env, gym.Env):
             check_observation_space(env, name)
-        self.simulator_backend = check_simulator_backend(simulator_backend, name)
-        if batch_episodes is not None and (int(batch_episodes) != batch_episodes or batch_episodes < 1):
-            raise ValueError(f"{name}: batch_episodes must be a positive integer or None, got {batch_episodes!r}")
-        if max_episode_steps is not None and (int(max_episode_steps) != max_episode_steps or max_episode_steps < 1):
-            raise ValueError(f"{name}: max_episode_steps must be a positive integer or None, got {max_episode_steps!r}")
-        if not 0.0 < gamma <= 1.0:
-            raise ValueError(f"{name}: gamma must lie in (0, 1], got {gamma!r}")
-        if heuristic is not None and not callable(heuristic):
-            raise ValueError(
-                f"{name}: heuristic must be a callable heuristic(env) -> upper or (lower, upper), got {heuristic!r}"
-            )
-        if max_grad_norm is not None and not max_grad_norm > 0:
-            raise ValueError(f"{name}: max_grad_norm must be positive or None, got {max_grad_norm!r}")
+        self.simulator_backend = simulator_backend
+        settings = dict(batch_episodes=batch_episodes, max_episode_steps=max_episode_steps, gamma=gamma, heuristic=heuristic)
+        for key, value in dict(settings, max_grad_norm=max_grad_norm).items():
+            self.check_setting(key, value)  # before SB3 builds anything
         super().__init__(
             policy=policy,
             env=env,
@@ -153,10 +144,63 @@ class SimulatorAlgorithm(IterativeAlgorithm):
         if _init_setup_model:
             self._setup_model()
 
+    # -- settings --------------------------------------------------------------------------------------------
+
+    #: the settings that are checked wherever they are set (constructor, attribute assignment, ``load(**kwargs)``), by
+    #: name: ``check(algo, value) -> value`` raises a ValueError naming the setting, or returns the value to keep
+    SETTING_CHECKS: ClassVar[dict[str, Any]] = {}
+    #: the settings the simulators are built with: assigning one builds them again (checked as at construction)
+    SIMULATOR_SETTINGS: ClassVar[tuple[str, ...]] = ("heuristic", "simulator_backend")
+
+    @classmethod
+    def check_setting(cls, name: str, value: Any) -> Any:
+        """:param name: an attribute
+        :param value: a value for it
+        :return: the value to keep (a checked setting may be normalised, e.g. a numpy bool to a bool)
+        :raises ValueError: naming the setting, when the value is refused"""
+        check = cls.SETTING_CHECKS.get(name)
+        return value if check is None else check(cls.__name__, value)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        """Check a setting as the constructor does; a setting the simulators are built with builds them again first,
+        so that a refused value (a heuristic that changes the env, ...) leaves the model as it was.
+
+        :param name: the attribute
+        :param value: its new value
+        """
+        value = self.check_setting(name, value)
+        if name not in self.SIMULATOR_SETTINGS or getattr(self, "simulator", None) is None or self.env is None:
+            super().__setattr__(name, value)
+            return
+        old = self.__dict__.get(name)
+        super().__setattr__(name, value)
+        try:
+            simulator, transform = self._build_simulator(self.env)
+        except BaseException:
+            super().__setattr__(name, old)
+            raise
+        self.simulator, self._obs_transform = simulator, transform
+        self._simulators_rebuilt()
+
+    def _simulators_rebuilt(self) -> None:
+        """Called after a setting change built the simulators again (DirPG restarts its search workers)."""
+
+    def check_settings(self) -> None:
+        """Check the settings together (those that depend on each other), as the constructor does; called before
+        every search and after ``load``. Nothing to check here."""
+
     # -- setup -----------------------------------------------------------------------------------------------
 
     def _check_env_spaces(self) -> None:
         name = type(self).__name__
+        tuples = _tuple_spaces(self.observation_space)
+        if tuples:
+            raise ValueError(
+                f"{name}: the env {env_name(getattr(self.env.unwrapped, 'envs', [self.env])[0])} has a Tuple observation "
+                f"space ({', '.join(tuples)}: {self.observation_space}), which SB3's policies do not "
+                "support. Wrap the env in gymnasium.wrappers.FlattenObservation (one Box), or in an ObservationWrapper that "
+                "turns the Tuple into a Dict (MultiInputPolicy)"
+            )
         if not isinstance(self.action_space, spaces.Discrete):
             raise ValueError(
                 f"{name} only supports Discrete action spaces, got {self.action_space}; "
@@ -192,7 +236,9 @@ class SimulatorAlgorithm(IterativeAlgorithm):
         """
         name = type(self).__name__
         backend = getattr(self, "simulator_backend", "auto")  # models saved before the option ran on the envs
-        simulator = make_vec_simulator(vec_env_simulators(venv, name), self.heuristic, backend, name)
+        simulators = vec_env_simulators(venv, name)
+        check_sub_envs_alike(simulators, name)
+        simulator = make_vec_simulator(simulators, self.heuristic, backend, name)
         if self.max_episode_steps is None and simulator.horizon is None:
             raise ValueError(
                 f"{name}: the env {env_name(simulator.simulators[0])} has no time limit; pass max_episode_steps=... or wrap "
@@ -273,7 +319,7 @@ class SimulatorAlgorithm(IterativeAlgorithm):
         **kwargs: Any,
     ) -> SelfSimulatorAlgorithm:
         """SB3's ``load``, after checking that the zip holds a policy of this package (a PPO or DQN zip is refused
-        with a message, instead of loading into a model that fails later).
+        with a message, instead of loading into a model that fails later) and checking ``kwargs``.
 
         :param path: the zip file (path or file object)
         :param env: the env to use, or None
@@ -281,7 +327,8 @@ class SimulatorAlgorithm(IterativeAlgorithm):
         :param custom_objects: objects to replace when loading (see SB3)
         :param print_system_info: print the system info of the saved model and of this machine
         :param force_reset: see SB3
-        :param kwargs: attributes to set on the loaded model
+        :param kwargs: attributes to set on the loaded model (``learning_rate``, search settings, ...); they are checked
+            as the constructor checks them, and the simulators are built with them
         :return: the model
         """
         start = path.tell() if isinstance(path, io.IOBase) else None
@@ -295,10 +342,14 @@ class SimulatorAlgorithm(IterativeAlgorithm):
                 f"by DirPG, Reinforce or CEM and cannot be loaded as {cls.__name__}. This package converts in the other "
                 "direction only: sb3_dirpg.integrations.ppo.ppo_from_dirpg starts a PPO from a DirPG-trained policy"
             )
-        return super().load(
+        # SB3 sets the keyword arguments into the model's __dict__, past the checks of attribute assignment
+        kwargs = {key: cls.check_setting(key, value) for key, value in kwargs.items()}
+        model = super().load(
             path, env=env, device=device, custom_objects=custom_objects, print_system_info=print_system_info,
             force_reset=force_reset, **kwargs,
         )  # fmt: skip
+        model.check_settings()
+        return model
 
     def _excluded_save_params(self) -> list[str]:
         excluded = ["simulator", "_obs_transform", "_batch_episode_infos", "_batched_policy_memo"]
@@ -456,6 +507,56 @@ class SimulatorAlgorithm(IterativeAlgorithm):
             raise ValueError(f"{type(self).__name__}.learn() needs an env: pass one to the constructor or call set_env()")
 
 
+def _optional_positive_int(name: str) -> Any:
+    """:param name: the setting
+    :return: its check: a positive integer or None"""
+
+    def check(algo: str, value: Any) -> int | None:
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, numbers.Real) or int(value) != value or value < 1:
+            raise ValueError(f"{algo}: {name} must be a positive integer or None, got {value!r}")
+        return int(value)
+
+    return check
+
+
+def _check_gamma(algo: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0.0 < value <= 1.0:
+        raise ValueError(f"{algo}: gamma must be a number in (0, 1], got {value!r}")
+    return float(value)
+
+
+def _check_heuristic(algo: str, value: Any) -> Any:
+    if value is not None and not callable(value):
+        raise ValueError(f"{algo}: heuristic must be a callable heuristic(env) -> upper or (lower, upper), got {value!r}")
+    return value
+
+
+def _check_max_grad_norm(algo: str, value: Any) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not value > 0:
+        raise ValueError(f"{algo}: max_grad_norm must be positive or None, got {value!r}")
+    return float(value)
+
+
+def _check_learning_rate(algo: str, value: Any) -> Any:
+    check_learning_rate(value, algo)
+    return value
+
+
+SimulatorAlgorithm.SETTING_CHECKS = {
+    "batch_episodes": _optional_positive_int("batch_episodes"),
+    "max_episode_steps": _optional_positive_int("max_episode_steps"),
+    "gamma": _check_gamma,
+    "heuristic": _check_heuristic,
+    "max_grad_norm": _check_max_grad_norm,
+    "learning_rate": _check_learning_rate,
+    "simulator_backend": lambda algo, value: check_simulator_backend(value, algo),
+}
+
+
 def check_learning_rate(learning_rate: Any, algo: str) -> None:
     """Refuse a learning rate that is neither a number nor a schedule, quoting it (``"1e-3"`` read from YAML is a string).
 
@@ -498,6 +599,17 @@ def check_observation_space(env: gym.Env, algo: str) -> None:
         f"{algo}: the env {env_name(env)} has observation parts without a fixed shape, which SB3's VecEnv and "
         f"policies cannot hold: {parts}. {advice}"
     )
+
+
+def _tuple_spaces(space: spaces.Space, path: str = "observation_space") -> list[str]:
+    """:param space: an observation space
+    :param path: its name, extended with ``[key]`` for parts of a Dict
+    :return: the names of its Tuple parts"""
+    if isinstance(space, spaces.Tuple):
+        return [path]
+    if isinstance(space, spaces.Dict):
+        return [found for key, sub in space.spaces.items() for found in _tuple_spaces(sub, f"{path}[{key!r}]")]
+    return []
 
 
 def _find_monitor(env: gym.Env) -> Monitor | None:

@@ -23,12 +23,19 @@ from sb3_dirpg.dirpg.workers import (
     make_search_pool,
     split_batch,
 )
-from sb3_dirpg.search import EpisodeSearch, SearchConfig, SearchResult, TopDownSearch
+from sb3_dirpg.search import PRIORITIES, EpisodeSearch, SearchConfig, SearchResult, TopDownSearch
+from sb3_dirpg.search.config import check_flag
 from sb3_dirpg.search.protocols import Heuristic
 from sb3_dirpg.simulator import strip_monitor
 from sb3_dirpg.simulator.cloners import env_name
 
 SelfDirPG = TypeVar("SelfDirPG", bound="DirPG")
+
+#: DirPG's bool flags (a string such as "false" is refused: it is truthy)
+FLAGS = (
+    "prune", "early_stop", "depth_first", "stop_on_success", "refine_success", "update_per_episode", "strict_heuristic",
+    "compiled_loop",
+)  # fmt: skip
 
 
 class DirPG(SimulatorAlgorithm):
@@ -50,7 +57,8 @@ class DirPG(SimulatorAlgorithm):
     :param priority: ``"gumbel"`` (priority ``G``) or ``"astar"`` (priority ``G + ε·(L + α·U)`` with the heuristic)
     :param alpha: weight of the heuristic in the ``"astar"`` priority, in [0, 1] (1 is A*)
     :param heuristic: ``heuristic(env) -> upper`` or ``(lower, upper)``: bounds on the discounted return-to-go from
-        the env's current state (discounted from that state); used for the ``"astar"`` priority and for pruning
+        the env's current state (discounted from that state); used for the ``"astar"`` priority and for pruning. An
+        infinite bound (unknown) prunes nothing and adds nothing to the priority (docs/heuristics.md)
     :param prune: drop regions whose bound on ``D`` cannot beat the best ``D`` so far (needs an admissible heuristic).
         Every complete trajectory is checked against the bounds on its path: when one is violated, a warning names
         the depth and the gap (once per model) and pruning is switched off for the rest of training
@@ -99,6 +107,11 @@ class DirPG(SimulatorAlgorithm):
         the search's lockstep iterations in one compiled loop, returning to Python only to forward new observations
         and settle complete trajectories (:mod:`sb3_dirpg.search.fused`). The results do not depend on it; False makes
         one Python round trip per iteration (for comparisons)
+
+    Every setting above can be changed later, by assignment (``model.heuristic = h; model.priority = "astar"``) or as a
+    keyword argument of :meth:`load`: it gets the constructor's checks, and a changed ``heuristic`` or
+    ``simulator_backend`` builds the simulators again. Settings that depend on each other (``priority="astar"`` with
+    ``alpha > 0`` needs a heuristic) are checked together before the next search, so they can be set in any order.
     """
 
     def __init__(
@@ -135,19 +148,16 @@ class DirPG(SimulatorAlgorithm):
         simulator_backend: str = "auto",
         compiled_loop: bool = True,
     ) -> None:
-        # SearchConfig checks the values of ε, the budget, the priority and α; their types are checked here first, as it
-        # takes a string or a bool for a number
-        for name, value in (("epsilon", epsilon), ("search_budget", search_budget), ("alpha", alpha)):
-            if isinstance(value, bool) or not isinstance(value, numbers.Real):
-                raise ValueError(f"DirPG: {name} must be a real number, got {value!r} of type {type(value).__name__}")
-        SearchConfig(epsilon=epsilon, budget=search_budget, priority=priority, alpha=alpha, gamma=gamma)
-        if priority == "astar" and alpha > 0 and heuristic is None:
-            raise ValueError("DirPG: priority='astar' with alpha > 0 needs a heuristic(env) bound on the return-to-go")
-        if search_budget == 0:
-            raise ValueError(
-                "DirPG: search_budget=0 leaves no interactions to search for a_dir, so a_dir is always a_opt and the "
-                "policy never updates; give a positive budget (e.g. 100)"
-            )
+        # every setting is checked on its own by check_setting (as when it is assigned later), then together
+        flags = dict(
+            prune=prune, early_stop=early_stop, depth_first=depth_first, stop_on_success=stop_on_success,
+            refine_success=refine_success, update_per_episode=update_per_episode, strict_heuristic=strict_heuristic,
+            compiled_loop=compiled_loop,
+        )  # fmt: skip
+        numbers_ = dict(epsilon=epsilon, search_budget=search_budget, priority=priority, alpha=alpha, lookahead=lookahead)
+        for name, value in {**numbers_, **flags, "n_workers": n_workers, "parallel_backend": parallel_backend}.items():
+            self.check_setting(name, value)
+        check_astar_heuristic(priority, alpha, heuristic)
         if priority == "astar" and heuristic is not None and alpha == 0:
             warnings.warn(
                 "DirPG: priority='astar' with alpha=0 ignores the heuristic in the priority, which is then G + ε·L "
@@ -156,27 +166,17 @@ class DirPG(SimulatorAlgorithm):
                 UserWarning,
                 stacklevel=2,
             )
-        if isinstance(lookahead, bool) or not isinstance(lookahead, numbers.Integral) or lookahead < 1:
-            raise ValueError(f"DirPG: lookahead must be a positive integer number of batches (1: none), got {lookahead!r}")
-        if int(n_workers) != n_workers or n_workers < 0:
-            raise ValueError(f"DirPG: n_workers must be a non-negative integer number of processes, got {n_workers!r}")
-        self.n_workers = int(n_workers)
-        self.parallel_backend = check_parallel_backend(parallel_backend)
         self._worker_pool: SearchPool | None = None
-        self.epsilon = float(epsilon)
-        self.search_budget = int(search_budget)
-        self.priority = priority
-        self.alpha = float(alpha)
-        self.prune = prune
-        self.early_stop = early_stop
-        self.depth_first = depth_first
-        self.stop_on_success = stop_on_success
-        self.refine_success = refine_success
-        self.compiled_loop = bool(compiled_loop)
-        self.update_per_episode = bool(update_per_episode)
-        self.lookahead = int(lookahead)
         self._lookahead = Lookahead()
-        self.strict_heuristic = bool(strict_heuristic)
+        self.n_workers = n_workers
+        self.parallel_backend = parallel_backend
+        self.epsilon = epsilon
+        self.search_budget = search_budget
+        self.priority = priority
+        self.alpha = alpha
+        self.lookahead = lookahead
+        for name, value in flags.items():
+            setattr(self, name, value)
         # set when a complete trajectory violated the heuristic's bound: pruning is then off for the rest of training
         self.heuristic_violation: str | None = None
         super().__init__(
@@ -200,9 +200,36 @@ class DirPG(SimulatorAlgorithm):
         if self.n_workers > 0 and self.env is not None:
             check_worker_payload(strip_monitor(self.env.unwrapped.envs[0]), self.heuristic, self.n_workers)
 
+    def __setattr__(self, name: str, value: Any) -> None:
+        """Check a setting as the constructor does (see :meth:`SimulatorAlgorithm.__setattr__`); a change of
+        ``n_workers`` or ``parallel_backend`` stops the running search workers (the next batch starts new ones).
+
+        :param name: the attribute
+        :param value: its new value
+        """
+        super().__setattr__(name, value)
+        if name in ("n_workers", "parallel_backend") and getattr(self, "_worker_pool", None) is not None:
+            self.close_workers()
+        if name == "n_workers" and self.n_workers > 0 and getattr(self, "simulator", None) is not None:
+            check_worker_payload(strip_monitor(self.env.unwrapped.envs[0]), self.heuristic, self.n_workers)
+
+    def check_settings(self) -> None:
+        """Check the settings that depend on each other, as the constructor does (attribute assignment checks each
+        setting alone, in any order; this runs before every search and after ``load``)."""
+        check_astar_heuristic(self.priority, self.alpha, self.heuristic)
+
+    def _simulators_rebuilt(self) -> None:
+        """A setting the simulators are built with changed: the search workers start again with it, and the batches
+        searched ahead are searched again."""
+        if self.n_workers > 0:
+            check_worker_payload(strip_monitor(self.env.unwrapped.envs[0]), self.heuristic, self.n_workers)
+        self.close_workers()
+        self._lookahead.forget_searches()
+
     def search_config(self, **overrides: Any) -> SearchConfig:
         """:param overrides: fields to change
         :return: the search settings of this model"""
+        self.check_settings()
         prune = self.prune and self.heuristic is not None and self.heuristic_violation is None
         settings = dict(
             epsilon=self.epsilon, budget=self.search_budget, priority=self.priority, alpha=self.alpha,
@@ -244,12 +271,14 @@ class DirPG(SimulatorAlgorithm):
 
         Pruning compares bounds on ``D = G + ε·R``: pass a large ``epsilon`` (e.g. 1000) to prune on the return alone.
 
-        :param seeds: one seed or a list, one instance each
+        :param seeds: one seed or a list, one instance each (integers; an empty list gives an empty list)
         :param budget: interactions per instance after the greedy trajectory (0: the greedy trajectory alone)
         :param overrides: search settings to change, e.g. ``epsilon``, ``priority``, ``alpha`` (see :meth:`search_config`)
         :return: one :class:`~sb3_dirpg.dirpg.solve.Solution` per seed
         """
-        seeds = [seeds] if isinstance(seeds, numbers.Integral) else [int(s) for s in seeds]
+        seeds = check_seeds(seeds)
+        if not seeds:
+            return []
         if int(budget) != budget or budget < 0:
             raise ValueError(f"DirPG.solve: budget must be a non-negative number of interactions, got {budget!r}")
         if self.simulator is None:
@@ -547,3 +576,105 @@ class DirPG(SimulatorAlgorithm):
 
     def _excluded_save_params(self) -> list[str]:
         return [*super()._excluded_save_params(), "_worker_pool"]
+
+
+def check_seeds(seeds: Any) -> list[int]:
+    """:param seeds: the ``seeds`` argument of :meth:`DirPG.solve`: an integer or a sequence of integers (integral floats
+        such as ``6.0`` are taken; numpy integers too)
+    :return: the seeds, as a list of ints
+    :raises ValueError: for a seed that is not an integer (``5.9`` would silently be the instance of 5)"""
+    many = seeds if isinstance(seeds, (list, tuple, np.ndarray, range)) else [seeds]
+    for seed in many:
+        if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, numbers.Real) or int(seed) != seed:
+            raise ValueError(
+                f"DirPG.solve: seeds must be an integer or a list of integers (each one an instance), got {seed!r} of type "
+                f"{type(seed).__name__} in {seeds!r}"
+            )
+    return [int(seed) for seed in many]
+
+
+def check_astar_heuristic(priority: str, alpha: float, heuristic: Heuristic | None) -> None:
+    """:param priority: the ``priority`` setting
+    :param alpha: the ``alpha`` setting
+    :param heuristic: the ``heuristic`` setting
+    :raises ValueError: when the A* priority weighs a heuristic that is not there"""
+    if priority == "astar" and alpha > 0 and heuristic is None:
+        raise ValueError(
+            f"DirPG: priority='astar' with alpha={alpha} needs a heuristic(env) bound on the return-to-go: pass "
+            "heuristic=... (or set model.heuristic), or alpha=0"
+        )
+
+
+def _real(name: str, convert: type = float) -> Any:
+    """:param name: the setting
+    :return: the check that it is a real number (not a bool or a string), converted"""
+
+    def check(algo: str, value: Any) -> Any:
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+            raise ValueError(f"{algo}: {name} must be a real number, got {value!r} of type {type(value).__name__}")
+        return convert(value)
+
+    return check
+
+
+def _check_epsilon(algo: str, value: Any) -> float:
+    value = _real("epsilon")(algo, value)
+    if not np.isfinite(value) or value == 0:
+        raise ValueError(f"{algo}: epsilon must be a finite non-zero number (negative is risk averse), got {value!r}")
+    return value
+
+
+def _check_search_budget(algo: str, value: Any) -> int:
+    _real("search_budget")(algo, value)
+    if int(value) != value or value < 0:
+        raise ValueError(f"{algo}: search_budget must be a positive integer number of interactions, got {value!r}")
+    if value == 0:
+        raise ValueError(
+            f"{algo}: search_budget=0 leaves no interactions to search for a_dir, so a_dir is always a_opt and the "
+            "policy never updates; give a positive budget (e.g. 100)"
+        )
+    return int(value)
+
+
+def _check_priority(algo: str, value: Any) -> str:
+    if not isinstance(value, str) or value not in PRIORITIES:
+        raise ValueError(f"{algo}: priority must be one of {PRIORITIES}, got {value!r}")
+    return value
+
+
+def _check_alpha(algo: str, value: Any) -> float:
+    value = _real("alpha")(algo, value)
+    if not 0.0 <= value <= 1.0:
+        raise ValueError(f"{algo}: alpha must lie in [0, 1] (1 is A*, 0 leaves the heuristic out), got {value!r}")
+    return value
+
+
+def _check_lookahead(algo: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+        raise ValueError(f"{algo}: lookahead must be a positive integer number of batches (1: none), got {value!r}")
+    return int(value)
+
+
+def _check_n_workers(algo: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or int(value) != value or value < 0:
+        raise ValueError(f"{algo}: n_workers must be a non-negative integer number of processes, got {value!r}")
+    return int(value)
+
+
+def _flag(name: str) -> Any:
+    """:param name: the flag
+    :return: its check"""
+    return lambda algo, value: check_flag(name, value, algo)
+
+
+DirPG.SETTING_CHECKS = {
+    **SimulatorAlgorithm.SETTING_CHECKS,
+    "epsilon": _check_epsilon,
+    "search_budget": _check_search_budget,
+    "priority": _check_priority,
+    "alpha": _check_alpha,
+    "lookahead": _check_lookahead,
+    "n_workers": _check_n_workers,
+    "parallel_backend": lambda algo, value: check_parallel_backend(value),
+    **{name: _flag(name) for name in FLAGS},
+}

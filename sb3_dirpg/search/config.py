@@ -12,6 +12,28 @@ PRIORITIES = ("gumbel", "astar")
 GUMBEL, ASTAR = 0, 1  # the a_dir priority, as the kernels see it
 
 
+def check_flag(name: str, value: object, owner: str = "") -> bool:
+    """Refuse a flag that is not a bool: a string such as ``"false"`` (quoted in YAML) is truthy, and would silently
+    switch the flag on.
+
+    :param name: the flag's name, for the message
+    :param value: its value
+    :param owner: who takes it (``"DirPG"``), for the message
+    :return: the value as a Python bool (numpy bools are taken)
+    """
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    hint = " (in YAML write true or false without quotes)" if isinstance(value, str) else ""
+    raise ValueError(
+        f"{owner + ': ' if owner else ''}{name} must be a bool (True or False), got {value!r} of type "
+        f"{type(value).__name__}{hint}"
+    )
+
+
+#: the flags of :class:`SearchConfig`
+FLAGS = ("prune", "early_stop", "record_trajectories", "depth_first", "stop_on_success", "refine_success", "compiled_loop")
+
+
 @dataclass(frozen=True)
 class SearchConfig:
     """Settings of one DirPG search.
@@ -57,6 +79,8 @@ class SearchConfig:
     compiled_loop: bool = True
 
     def __post_init__(self) -> None:
+        for flag in FLAGS:
+            check_flag(flag, getattr(self, flag))
         if not np.isfinite(self.epsilon) or self.epsilon == 0:
             raise ValueError(f"epsilon must be a finite non-zero number (negative is risk averse), got {self.epsilon!r}")
         if int(self.budget) != self.budget or self.budget < 0:
