@@ -100,6 +100,13 @@ class ItemPolicy(DirPGPolicy):
                 f"ItemPolicy needs an observation of shape (n_actions, k), one row per action; got {observation_space} "
                 f"for {action_space}. Use MlpPolicy for other observations."
             )
+        if kwargs.get("net_arch") not in (None, [], {}):
+            raise ValueError(
+                f"ItemPolicy takes no net_arch (got {kwargs['net_arch']!r}): it scores each row with the encoder's shared "
+                "layers and one linear layer, with no hidden layers after them. Size the encoder with "
+                "policy_kwargs=dict(features_extractor_kwargs=dict(embed_dim=..., n_layers=...)), or use MlpPolicy for a "
+                "net_arch"
+            )
         kwargs.setdefault("features_extractor_class", ItemEncoder)
         kwargs["net_arch"] = []
         kwargs.setdefault("activation_fn", nn.ReLU)

@@ -14,7 +14,14 @@ from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv,
 
 from sb3_dirpg.search.protocols import Heuristic, Transitions
 from sb3_dirpg.simulator import SimulatorWrapper, strip_monitor
-from sb3_dirpg.simulator.api_check import SUCCESS_ADVICE, EnvAPIError, is_bool, success_problem
+from sb3_dirpg.simulator.api_check import (
+    SUCCESS_ADVICE,
+    EnvAPIError,
+    copy_observation,
+    is_bool,
+    observation_problem,
+    success_problem,
+)
 from sb3_dirpg.simulator.cloners import env_name
 from sb3_dirpg.simulator.self_check import (
     attribute_difference,
@@ -106,6 +113,8 @@ class VecSimulator:
         self._all_legal = np.ones(self.n_actions, dtype=bool)
         self.reports_success = False
         self._float_obs_keys = _float_observation_keys(simulators[0].observation_space)
+        space = simulators[0].observation_space
+        self._box_shape = space.shape if isinstance(space, spaces.Box) else None  # checked at every step (cheap)
         self._current: list[Any] = [None] * len(self.simulators)  # per simulator: the snapshot of its current state
         self._copy_problem: str | None = None  # why the first simulator cannot be deep-copied, once found
 
@@ -260,6 +269,9 @@ class VecSimulator:
             index = episode % n_sims
             env = self.simulators[index]
             obs, _ = env.reset(seed=int(seed))
+            problem = observation_problem(obs, env.observation_space)
+            if problem is not None:
+                self._observation_changed(env, f"reset(seed={int(seed)})", problem)
             snapshot = current[index] = env.snapshot()
             masks = env.action_masks()
             bounds = (-np.inf, np.inf)
@@ -282,6 +294,7 @@ class VecSimulator:
         n_sims = len(self.simulators)
         current = self._current
         no_bounds = (0.0, 0.0)
+        box_shape = self._box_shape
         for snapshot, action, episode in zip(snapshots, actions.tolist(), episodes.tolist()):
             index = episode % n_sims
             env = self.simulators[index]
@@ -289,6 +302,8 @@ class VecSimulator:
                 env.restore(snapshot)
             current[index] = None
             obs, reward, terminated, truncated, info = env.step(action + self._start)
+            if box_shape is not None and type(obs) is np.ndarray and obs.shape != box_shape:
+                self._observation_changed(env, "step()", observation_problem(obs, env.observation_space) or "")
             if terminated or truncated:
                 rows.append((obs, float(reward), True, self._all_legal, None, no_bounds))
                 success.append(self._success(env, info))
@@ -307,6 +322,17 @@ class VecSimulator:
         self._check_finite(rows, trans.rewards, episodes, "after a step")
         return trans
 
+
+    def _observation_changed(self, env: SimulatorWrapper, method: str, problem: str) -> None:
+        """:param env: the simulator
+        :param method: the call that returned the observation
+        :param problem: what does not fit
+        :raises EnvAPIError: naming the env and the observation"""
+        raise EnvAPIError(
+            f"the env {env_name(env)}: {method} returned an observation that does not fit its observation_space "
+            f"{env.observation_space}: {problem}. The policy was built for that space (the checks at construction saw "
+            "observations that fit); make every reset and step return observations of the declared structure and shape"
+        )
 
     def _success(self, env: SimulatorWrapper, info: Any) -> bool:
         """:param env: the simulator whose step ended an episode
@@ -364,7 +390,7 @@ class VecSimulator:
         rng = getattr(base, "_np_random", None)
         rng_state = copy.deepcopy(rng.bit_generator.state) if rng is not None else None
         version = env.state_version
-        self._call_heuristic(env)  # its value is checked where the search uses it
+        self._bounds(env)  # its value is checked as the search checks it (NaN, lower > upper, impossible infinities)
         if env.state_version != version:
             env.restore(snapshot)
         diff = attribute_difference(attribute_fingerprint(env), attributes)
@@ -403,6 +429,87 @@ def vec_env_simulators(venv: VecEnv, algo: str = "DirPG") -> list[SimulatorWrapp
         inner = strip_monitor(env)
         sims.append(inner if isinstance(inner, SimulatorWrapper) else SimulatorWrapper(inner))
     return sims
+
+
+#: the seeds and steps of the probes that compare a VecEnv's sub-envs
+_PROBE_SEEDS, _PROBE_STEPS, _PROBE_ACTIONS = (0, 1), 16, 4
+
+
+def check_sub_envs_alike(simulators: Sequence[SimulatorWrapper], algo: str = "DirPG") -> None:
+    """Refuse a VecEnv whose sub-envs differ. The search runs every episode on a simulator that is sub-env ``e % n_envs``
+    or a deep copy of sub-env 0 (the episodes are seeded resets, and one env serves any number of them), so sub-envs
+    that differ (two levels, two sizes) would get unequal, arbitrary shares of the episodes.
+
+    Each sub-env is probed as sub-env 0 is: seeded resets, then a few steps of each of the first actions (the first legal
+    one where it is not legal); the observations, rewards, ends and action masks must be the same. Put back as it was
+    by the next seeded reset (the search resets every episode).
+
+    :param simulators: the simulators of the sub-envs, in order
+    :param algo: name of the algorithm, for messages
+    :raises ValueError: naming the first sub-env that differs from sub-env 0 and where
+    """
+    if len(simulators) < 2:
+        return
+    n_actions = int(simulators[0].action_space.n)
+    reference = _probe(simulators[0], n_actions)
+    again = _probe(simulators[0], n_actions)
+    if len(again) != len(reference) or not all(_same(a, b) for (_, a), (_, b) in zip(reference, again)):
+        return  # sub-env 0 does not repeat itself: its seeded resets are warned about, they cannot be compared
+    for index, sim in enumerate(simulators[1:], start=1):
+        found = _probe(sim, n_actions)
+        difference = next(((what, a, b) for (what, a), (_, b) in zip(reference, found) if not _same(a, b)), None)
+        if difference is None and len(found) != len(reference):
+            difference = ("the episode's length", len(reference), len(found))
+        if difference is not None:
+            what, a, b = difference
+            raise ValueError(
+                f"{algo}: the sub-envs of the VecEnv differ: sub-env {index} ({env_name(sim)}) and sub-env 0 "
+                f"({env_name(simulators[0])}) give different {what} ({_short_value(a)} vs {_short_value(b)}). {algo} "
+                "searches each episode as a seeded reset of one env, on sub-env 0's copies, so sub-envs that differ would "
+                "not get their share of the episodes. Give every sub-env the same env (make_vec_env(env_id, n_envs=...)), "
+                "or make one env that draws the level from its reset seed (e.g. a wrapper whose reset picks level_a or "
+                "level_b by the seed) to train on several levels"
+            )
+
+
+def _probe(sim: SimulatorWrapper, n_actions: int) -> list[tuple[str, Any]]:
+    """:param sim: a simulator
+    :param n_actions: the number of actions
+    :return: what the probes saw, in order, each with its name"""
+    seen: list[tuple[str, Any]] = []
+    for seed in _PROBE_SEEDS:
+        for action in range(min(n_actions, _PROBE_ACTIONS)):
+            obs, _ = sim.reset(seed=seed)
+            seen.append((f"observations at reset(seed={seed})", copy_observation(obs)))
+            for step in range(_PROBE_STEPS):
+                masks = np.asarray(sim.action_masks(), dtype=bool)
+                seen.append((f"action masks after {step} steps from reset(seed={seed})", masks))
+                taken = action if masks[action] else int(np.flatnonzero(masks)[0]) if masks.any() else action
+                obs, reward, terminated, truncated, _ = sim.step(taken)
+                where = f"after {step + 1} steps of action {action} from reset(seed={seed})"
+                seen += [(f"observations {where}", copy_observation(obs)), (f"rewards {where}", float(np.sum(reward)))]
+                seen.append((f"episode ends {where}", (bool(terminated), bool(truncated))))
+                if terminated or truncated:
+                    break
+    return seen
+
+
+def _same(a: Any, b: Any) -> bool:
+    """:return: whether two observations (arrays, dicts, tuples) or values are equal"""
+    if isinstance(a, dict) or isinstance(b, dict):
+        return isinstance(a, dict) and isinstance(b, dict) and a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, (tuple, list)) and isinstance(b, (tuple, list)) and not isinstance(a, np.ndarray):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    try:
+        return bool(np.array_equal(np.asarray(a), np.asarray(b), equal_nan=True))
+    except TypeError:
+        return bool(np.array_equal(np.asarray(a), np.asarray(b)))
+
+
+def _short_value(value: Any) -> str:
+    """:return: a short text of a value for a message"""
+    text = repr(value.tolist() if isinstance(value, np.ndarray) else value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _float_observation_keys(space: spaces.Space) -> list[str | None]:

@@ -257,13 +257,40 @@ class SimulatorWrapper(gym.Wrapper):
     def action_masks(self) -> np.ndarray:
         """:return: the legal actions of the current state as a bool array (all True when the env has no masks)"""
         if self._mask_fn is not None:
-            return np.asarray(self._mask_fn(), dtype=bool)
+            found = self._mask_fn()
+            masks = np.asarray(found, dtype=bool)
+            legal = self._all_legal
+            exact = type(found) is np.ndarray and found.dtype.kind == "b"
+            if legal is not None and not (exact and masks.shape == legal.shape):
+                self._check_masks(found)
+            return masks
         if self._all_legal is None:
             raise TypeError(
                 f"{env_name(self)}: action_masks() needs a Discrete or MultiDiscrete action space "
                 f"or an env that provides action_masks(), got {self.action_space}"
             )
         return self._all_legal
+
+    def _check_masks(self, found: Any) -> None:
+        """Refuse ``action_masks()`` of the wrong length, or integers that are not 0/1 (indices of the legal actions, say);
+        0/1 integers are cast to bools, as sb3-contrib does.
+
+        :param found: what the env's ``action_masks()`` returned
+        :raises EnvAPIError: naming ``action_masks()`` and the env
+        """
+        array = np.asarray(found)
+        expected = self._all_legal.shape
+        problem = None
+        if array.shape != expected:
+            problem = f"returned shape {array.shape}, but the action space {self.action_space} needs shape {expected}"
+        elif array.dtype != bool and not np.isin(array, (0, 1)).all():
+            problem = f"returned {array.dtype} values other than 0 and 1 ({array.tolist()})"
+        if problem is not None:
+            raise EnvAPIError(
+                f"the env {env_name(self)}: action_masks() {problem}. It must return one bool per action, True for the "
+                "legal ones (sb3-contrib's convention; 0/1 integers are cast to bools), not the indices of the legal "
+                "actions: return e.g. np.isin(np.arange(n_actions), legal_indices)"
+            )
 
     @property
     def horizon(self) -> int | None:
