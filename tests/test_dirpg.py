@@ -542,3 +542,27 @@ def test_refine_success_searches_on_after_a_successful_a_opt() -> None:
     improved = [refined[i] for i in succeeded if refined[i].improved]
     assert len(improved) >= len(succeeded) // 2
     assert all(ep.return_dir > ep.return_opt for ep in improved)  # the same goal reward, reached sooner
+
+
+def test_refine_budget_caps_only_the_search_after_a_successful_a_opt() -> None:
+    """``refine_budget`` bounds the search that refines a successful ``a_opt``; a search whose ``a_opt`` failed keeps
+    the whole budget and is unchanged."""
+    from sb3_dirpg.envs import make_minigrid_env
+    from sb3_dirpg.envs.minigrid import MiniGridCNN
+
+    env = make_minigrid_env("MiniGrid-Empty-Random-5x5-v0", max_steps=40)
+    policy_kwargs = dict(features_extractor_class=MiniGridCNN, net_arch=[], normalize_images=False)
+    model = DirPG("MultiInputPolicy", env, seed=0, gamma=0.99, search_budget=300, early_stop=False, stop_on_success=True,
+                  policy_kwargs=policy_kwargs, device="cpu")  # fmt: skip
+    seeds = list(range(80))
+    rngs = lambda: [np.random.default_rng([seed, 5]) for seed in seeds]  # noqa: E731
+    full = model.search(seeds, config=model.search_config(refine_success=True), rng=rngs()).episodes
+    capped = model.search(seeds, config=model.search_config(refine_success=True, refine_budget=20), rng=rngs()).episodes
+    assert any(ep.success_opt and ep.interactions - ep.length_opt > 20 for ep in full)  # the cap has work to do
+    for a, b in zip(full, capped):
+        if not a.success_opt:
+            assert (a.interactions, a.d_dir) == (b.interactions, b.d_dir)
+        else:
+            assert b.interactions - b.length_opt <= 20
+    with pytest.raises(ValueError, match="refine_budget"):
+        model.search_config(refine_success=True, refine_budget=0)

@@ -58,6 +58,9 @@ class SearchConfig:
         (within the budget) for a trajectory with a larger ``D``, such as a shorter success under a discounted or
         time-penalised return, and end at the first one found. Beyond the paper (docs/algorithm.md): the estimator is
         unchanged, only the stopping rule, and without it a policy whose samples succeed stops learning
+    :param refine_budget: with ``refine_success``, the interactions allowed for the search after a successful
+        ``a_opt`` (at most ``budget``; None: ``budget``), so that a policy that mostly succeeds does not spend the whole
+        budget of every map on a shorter path that may not exist
     :param compiled_loop: let a simulator that steps in compiled code run the lockstep iterations itself, many per call
         (:mod:`sb3_dirpg.search.fused`; the same search, with fewer Python calls); False runs one Python iteration per
         step, as with any other simulator
@@ -76,6 +79,7 @@ class SearchConfig:
     depth_first: bool = False
     stop_on_success: bool = False
     refine_success: bool = False
+    refine_budget: int | None = None
     compiled_loop: bool = True
 
     def __post_init__(self) -> None:
@@ -85,6 +89,8 @@ class SearchConfig:
             raise ValueError(f"epsilon must be a finite non-zero number (negative is risk averse), got {self.epsilon!r}")
         if int(self.budget) != self.budget or self.budget < 0:
             raise ValueError(f"search budget must be a non-negative integer number of interactions, got {self.budget!r}")
+        if self.refine_budget is not None and (int(self.refine_budget) != self.refine_budget or self.refine_budget < 1):
+            raise ValueError(f"refine_budget must be a positive number of interactions or None, got {self.refine_budget!r}")
         if self.priority not in PRIORITIES:
             raise ValueError(f"priority must be one of {PRIORITIES}, got {self.priority!r}")
         if not 0.0 <= self.alpha <= 1.0:

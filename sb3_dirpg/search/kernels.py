@@ -307,7 +307,7 @@ def _pop_regions(
     picked = np.empty(n, np.int64)
     k = 0
     for e in range(n):
-        if phase[e] == DIR and progress.search_interactions[e] >= params.budget:
+        if phase[e] == DIR and progress.search_interactions[e] >= progress.budget[e]:
             phase[e] = DONE
         if phase[e] == DONE:
             continue

@@ -113,6 +113,8 @@ class Progress(NamedTuple):
     :param pruned: regions pruned, int64, shape (n,)
     :param search_interactions: environment interactions spent after ``a_opt`` (the ``a_dir`` search), int64, shape (n,)
     :param length_opt: environment interactions spent on ``a_opt`` (its length), int64, shape (n,)
+    :param budget: environment interactions allowed for the ``a_dir`` search (the config's budget, or its
+        ``refine_budget`` once a successful ``a_opt`` is refined), int64, shape (n,)
     """
 
     phase: np.ndarray
@@ -120,14 +122,17 @@ class Progress(NamedTuple):
     pruned: np.ndarray
     search_interactions: np.ndarray
     length_opt: np.ndarray
+    budget: np.ndarray
 
     @classmethod
-    def start(cls, n: int) -> Progress:
+    def start(cls, n: int, budget: int) -> Progress:
         """:param n: number of episodes
+        :param budget: interactions allowed for each episode's ``a_dir`` search
         :return: every episode sampling ``a_opt``, nothing counted yet"""
         return cls(
             phase=np.full(n, OPT, np.int8), d_best=np.full(n, -np.inf), pruned=np.zeros(n, np.int64),
             search_interactions=np.zeros(n, np.int64), length_opt=np.zeros(n, np.int64),
+            budget=np.full(n, budget, np.int64),
         )  # fmt: skip
 
 
@@ -226,7 +231,8 @@ class SearchState:
 
     @classmethod
     def start(
-        cls, tree: SearchTree, rngs: Sequence[np.random.Generator], outcomes: list[EpisodeSearch], check_bounds: bool
+        cls, tree: SearchTree, rngs: Sequence[np.random.Generator], outcomes: list[EpisodeSearch], check_bounds: bool,
+        budget: int,
     ) -> SearchState:
         """The state before the first push: every episode sampling ``a_opt`` with an empty queue.
 
@@ -234,11 +240,12 @@ class SearchState:
         :param rngs: one generator per episode
         :param outcomes: one empty :class:`~sb3_dirpg.search.results.EpisodeSearch` per episode
         :param check_bounds: whether to check the simulator's bounds on complete trajectories
+        :param budget: interactions allowed for each episode's ``a_dir`` search
         :return: the state
         """
         n = len(outcomes)
         return cls(
-            tree=tree, rngs=list(rngs), noise=NoiseBlocks.empty(n), outcomes=outcomes, progress=Progress.start(n),
+            tree=tree, rngs=list(rngs), noise=NoiseBlocks.empty(n), outcomes=outcomes, progress=Progress.start(n, budget),
             queues=Queues.empty(n), check_bounds=check_bounds,
         )  # fmt: skip
 

@@ -276,7 +276,7 @@ class TopDownSearch:
         g_root = -np.log(np.array([r.standard_exponential() for r in rngs]))  # Gumbel(0)
         root_regions = tree.add_regions(root_ids, np.asarray(root.masks, dtype=bool), g_root)
         check_bounds = root.upper is not None if cfg.epsilon > 0 else root.lower is not None
-        state = SearchState.start(tree, rngs, [EpisodeSearch(seed=int(s)) for s in seeds], check_bounds)
+        state = SearchState.start(tree, rngs, [EpisodeSearch(seed=int(s)) for s in seeds], check_bounds, cfg.budget)
         self._push(state, root_regions, episodes)
         return state
 
@@ -454,6 +454,8 @@ class TopDownSearch:
         state.progress.phase[e] = DIR
         if cfg.priority != "gumbel" and not (cfg.stop_on_success and success and not cfg.refine_success):
             self._reprioritise(state, e)
+        if cfg.stop_on_success and cfg.refine_success and success and cfg.refine_budget is not None:
+            state.progress.budget[e] = min(cfg.budget, cfg.refine_budget)
 
     def _improve_dir(self, state: SearchState, e: int, trajectory: CompletedTrajectory, success: bool) -> None:
         """Take a trajectory with a larger ``D`` than the best so far as episode ``e``'s ``a_dir`` (early stop: the last).
