@@ -79,9 +79,8 @@ class Constant:
     ],
 )
 def test_bad_heuristic_output_names_the_heuristic_and_the_env(value: object, problem: str) -> None:
-    model = small_model(heuristic=Constant(value))
-    with pytest.raises(ValueError, match=problem) as error:
-        model.learn(200)
+    with pytest.raises(ValueError, match=problem) as error:  # at construction, where the heuristic is first checked
+        small_model(heuristic=Constant(value)).learn(200)
     assert "Constant(" in str(error.value) and "SparseChainEnv" in str(error.value)
 
 

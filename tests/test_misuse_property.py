@@ -1,13 +1,18 @@
-"""A property of the construction-time checks (issue 23): an env with randomly injected defects is either refused at
-construction with an error that names it, or trains exactly as the same env without the defects."""
+"""Properties of the misuse checks. Issue 23: an env with randomly injected defects is either refused at construction
+with an error that names it, or trains exactly as the same env without the defects. Issue 46: a setting given to the
+constructor, assigned after it or passed to ``load`` gives the same search or the same refusal, with heuristic bounds
+whose sides are drawn infinite or finite."""
 
 from __future__ import annotations
 
 import functools
+import tempfile
 import warnings
+from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
+import numpy as np
 import torch as th
 from hypothesis import event, example, given, settings
 from hypothesis import strategies as st
@@ -115,3 +120,97 @@ def test_a_defective_env_is_refused_at_construction_or_trains_as_the_clean_one(
     assert got[1:] == expected[1:]
     assert th.equal(got[0], expected[0])
     event("trained as the clean env")
+
+
+# -- issue 46: settings given any way, and infinite bounds -------------------------------------------------------------
+
+#: drawn values of each setting: good ones, and bad ones of the kinds users pass (quoted flags, numbers out of range)
+SETTING_VALUES: dict[str, list[Any]] = {
+    "epsilon": [0.5, -1.0, 0.0, "1.0", True],
+    "alpha": [0.0, 0.5, 1.5, "0.2"],
+    "priority": ["gumbel", "astar", "A*"],
+    "search_budget": [12, 0, 7.5],
+    "prune": [True, False, "false", 1],
+    "early_stop": [True, False, "false", 0],
+    "depth_first": [False, "no"],
+    "stop_on_success": [False, "False"],
+    "refine_success": [False, np.bool_(True), "true"],
+    "update_per_episode": [True, "yes"],
+}
+
+
+class SidedBound:
+    """A bound on the chain's return-to-go whose sides are each infinite or finite (3 per step left: admissible).
+
+    :param lower: whether the lower bound is ``-inf``
+    :param upper: whether the upper bound is ``+inf``
+    """
+
+    def __init__(self, lower: bool, upper: bool) -> None:
+        self.lower, self.upper = lower, upper
+
+    def __call__(self, env: gym.Env) -> tuple[float, float]:
+        left = env.unwrapped.length - env.unwrapped.t
+        return (-float("inf") if self.lower else -3.0 * left), (float("inf") if self.upper else 3.0 * left)
+
+    def __repr__(self) -> str:
+        return f"SidedBound({self.lower}, {self.upper})"
+
+
+def searched(model: DirPG) -> list[Any]:
+    """:param model: a model
+    :return: the episodes of a short search with fixed noise"""
+    rngs = [np.random.default_rng([seed, 3]) for seed in range(4)]
+    return model.search(list(range(4)), rng=rngs).episodes
+
+
+def routed(route: str, settings: dict[str, Any], tmp: Path) -> DirPG:
+    """:param route: ``"constructor"``, ``"assignment"`` (in the drawn order) or ``"load"``
+    :param settings: the settings
+    :param tmp: a folder for the saved model
+    :return: a model with the settings, given by that route"""
+    base = dict(batch_episodes=2, policy_kwargs=dict(net_arch=[8]), seed=0, search_budget=12)
+    env = DefectChainEnv(3, 2, frozenset(), True)
+    if route == "constructor":
+        return DirPG("MlpPolicy", env, **{**base, **settings})
+    if route == "assignment":
+        model = DirPG("MlpPolicy", env, **base)
+        for name, value in settings.items():
+            setattr(model, name, value)
+        return model  # settings that depend on each other are checked by search_config(), before the search
+    DirPG("MlpPolicy", env, **base).save(tmp / "model")
+    return DirPG.load(tmp / "model", env=DefectChainEnv(3, 2, frozenset(), True), **settings)
+
+
+@settings(max_examples=30, deadline=None, derandomize=True, database=None)
+@given(
+    chosen=st.dictionaries(st.sampled_from(sorted(SETTING_VALUES)), st.integers(0, 4), max_size=3),
+    bound=st.sampled_from([None, (False, False), (True, False), (False, True), (True, True)]),
+    epsilon_sign=st.sampled_from([1.0, -1.0]),
+)
+def test_a_setting_gives_the_same_model_or_the_same_refusal_by_every_route(
+    chosen: dict[str, int], bound: tuple[bool, bool] | None, epsilon_sign: float
+) -> None:
+    """A setting passed to the constructor, assigned after it or passed to ``load`` gives the same search, or a
+    ValueError that names a setting by each route; an infinite side of a heuristic's bound never stalls the search."""
+    drawn = {name: SETTING_VALUES[name][index % len(SETTING_VALUES[name])] for name, index in chosen.items()}
+    drawn["epsilon"] = epsilon_sign * abs(drawn["epsilon"]) if isinstance(drawn.get("epsilon"), float) else drawn.get(
+        "epsilon", epsilon_sign
+    )
+    if bound is not None:
+        drawn["heuristic"] = SidedBound(*bound)
+    outcomes = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for route in ("constructor", "assignment", "load"):
+            try:
+                model = routed(route, drawn, Path(tmp))
+                outcomes.append(("model", model.search_config(), searched(model)))
+            except ValueError as error:
+                assert any(name in str(error) for name in (*drawn, "heuristic")), str(error)
+                outcomes.append(("refused", None, None))
+    assert outcomes[1] == outcomes[0] and outcomes[2] == outcomes[0]
+    if outcomes[0][0] == "model":
+        assert all(np.isfinite(ep.d_dir) for ep in outcomes[0][2])
+        event("same search by every route")
+    else:
+        event("refused by every route")
