@@ -151,14 +151,17 @@ def test_every_zoo_entry_loads_and_trains(tmp_path, algo: str, env_id: str) -> N
     if env_id.startswith("MiniGrid"):
         assert isinstance(model.policy.features_extractor, MiniGridCNN)
         assert model.policy.net_arch == [] and model.policy.normalize_images is False
-        assert model.gamma == 0.999
+        gamma = float(entry.get("gamma", 0.999))  # the entries of issue 44 (refine_success) discount with 0.99
+        assert model.gamma == gamma
         if algo == "dirpg":  # the entry's bound, with the entry's gamma and the reward values of the env it searches
             named = [cls for cls in (MiniGridProgressBound, MiniGridBound) if cls.__name__ in str(entry["heuristic"])]
             bound = named[0] if named else MultiRoomBound
-            assert type(model.heuristic) is bound and model.heuristic.gamma == 0.999
+            assert type(model.heuristic) is bound and model.heuristic.gamma == gamma
             env = build_env(env_id, entry.get("env_kwargs"), entry.get("env_wrapper"))
-            assert model.heuristic.__getstate__() == bound.for_env(env, 0.999).__getstate__()
+            assert model.heuristic.__getstate__() == bound.for_env(env, gamma).__getstate__()
             assert model.priority == "astar" and model.search_budget == 2900
+            assert model.refine_success is bool(entry.get("refine_success", False))
+            assert model.refine_budget == entry.get("refine_budget")
         assert ("mission" in model.observation_space.spaces) == ("MissionObs" in str(entry["env_wrapper"]))
 
 

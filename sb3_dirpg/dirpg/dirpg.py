@@ -71,6 +71,8 @@ class DirPG(SimulatorAlgorithm):
     :param refine_success: with ``stop_on_success``, when ``a_opt`` itself succeeds, search on within the budget for a
         trajectory with a larger ``D`` (a shorter success, where the return is discounted) and stop at the first one,
         instead of stopping at once with a zero update (beyond the paper; docs/algorithm.md)
+    :param refine_budget: with ``refine_success``, the interactions allowed for the search that refines a successful
+        ``a_opt`` (at most ``search_budget``; None: ``search_budget``)
     :param batch_episodes: episodes searched in lockstep per update (None: ``max(8, n_envs)``)
     :param update_per_episode: apply one optimizer step per searched episode of a batch, in order, instead of one step
         on the batch's mean. With ``batch_episodes=k`` the policy is updated after every map as with
@@ -129,6 +131,7 @@ class DirPG(SimulatorAlgorithm):
         depth_first: bool = False,
         stop_on_success: bool = False,
         refine_success: bool = False,
+        refine_budget: int | None = None,
         batch_episodes: int | None = None,
         update_per_episode: bool = False,
         lookahead: int = 1,
@@ -154,7 +157,8 @@ class DirPG(SimulatorAlgorithm):
             refine_success=refine_success, update_per_episode=update_per_episode, strict_heuristic=strict_heuristic,
             compiled_loop=compiled_loop,
         )  # fmt: skip
-        numbers_ = dict(epsilon=epsilon, search_budget=search_budget, priority=priority, alpha=alpha, lookahead=lookahead)
+        numbers_ = dict(epsilon=epsilon, search_budget=search_budget, priority=priority, alpha=alpha, lookahead=lookahead,
+                        refine_budget=refine_budget)  # fmt: skip
         for name, value in {**numbers_, **flags, "n_workers": n_workers, "parallel_backend": parallel_backend}.items():
             self.check_setting(name, value)
         check_astar_heuristic(priority, alpha, heuristic)
@@ -175,6 +179,7 @@ class DirPG(SimulatorAlgorithm):
         self.priority = priority
         self.alpha = alpha
         self.lookahead = lookahead
+        self.refine_budget = refine_budget
         for name, value in flags.items():
             setattr(self, name, value)
         # set when a complete trajectory violated the heuristic's bound: pruning is then off for the rest of training
@@ -235,7 +240,8 @@ class DirPG(SimulatorAlgorithm):
             epsilon=self.epsilon, budget=self.search_budget, priority=self.priority, alpha=self.alpha,
             prune=prune, early_stop=self.early_stop, gamma=self.gamma,
             horizon=self.horizon, depth_first=self.depth_first, stop_on_success=self.stop_on_success,
-            refine_success=getattr(self, "refine_success", False), compiled_loop=getattr(self, "compiled_loop", True),
+            refine_success=getattr(self, "refine_success", False), refine_budget=getattr(self, "refine_budget", None),
+            compiled_loop=getattr(self, "compiled_loop", True),
         )  # fmt: skip
         settings.update(overrides)
         return SearchConfig(**settings)
@@ -636,6 +642,15 @@ def _check_search_budget(algo: str, value: Any) -> int:
     return int(value)
 
 
+def _check_refine_budget(algo: str, value: Any) -> int | None:
+    if value is None:
+        return None
+    _real("refine_budget")(algo, value)
+    if int(value) != value or value < 1:
+        raise ValueError(f"{algo}: refine_budget must be a positive integer number of interactions or None, got {value!r}")
+    return int(value)
+
+
 def _check_priority(algo: str, value: Any) -> str:
     if not isinstance(value, str) or value not in PRIORITIES:
         raise ValueError(f"{algo}: priority must be one of {PRIORITIES}, got {value!r}")
@@ -671,6 +686,7 @@ DirPG.SETTING_CHECKS = {
     **SimulatorAlgorithm.SETTING_CHECKS,
     "epsilon": _check_epsilon,
     "search_budget": _check_search_budget,
+    "refine_budget": _check_refine_budget,
     "priority": _check_priority,
     "alpha": _check_alpha,
     "lookahead": _check_lookahead,
