@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import glob
+from collections.abc import Callable
 
 import gymnasium as gym
 import numpy as np
@@ -513,10 +514,9 @@ def test_split_share_inverts_merge_shares() -> None:
         split_share(share, [2, 2])
 
 
-def test_refine_success_searches_on_after_a_successful_a_opt() -> None:
-    """``stop_on_success`` ends the search at a successful ``a_opt`` with nothing to learn; ``refine_success`` searches
-    on for a larger ``D`` (here a shorter success: the return is discounted) and ends at the first one. Searches whose
-    ``a_opt`` fails are the same either way, and so are the ``a_opt`` samples."""
+def _empty_with_stop_on_success() -> tuple[DirPG, list[int], Callable[[], list[np.random.Generator]]]:
+    """:return: an untrained DirPG on Empty-Random-5x5 (40 steps) that stops on success, 80 seeds, and a maker of
+        their search noise (the same each call)"""
     from sb3_dirpg.envs import make_minigrid_env
     from sb3_dirpg.envs.minigrid import MiniGridCNN
 
@@ -525,7 +525,14 @@ def test_refine_success_searches_on_after_a_successful_a_opt() -> None:
     model = DirPG("MultiInputPolicy", env, seed=0, gamma=0.99, search_budget=300, early_stop=False, stop_on_success=True,
                   policy_kwargs=policy_kwargs, device="cpu")  # fmt: skip
     seeds = list(range(80))
-    rngs = lambda: [np.random.default_rng([seed, 5]) for seed in seeds]  # noqa: E731
+    return model, seeds, lambda: [np.random.default_rng([seed, 5]) for seed in seeds]
+
+
+def test_refine_success_searches_on_after_a_successful_a_opt() -> None:
+    """``stop_on_success`` ends the search at a successful ``a_opt`` with nothing to learn; ``refine_success`` searches
+    on for a larger ``D`` (here a shorter success: the return is discounted) and ends at the first one. Searches whose
+    ``a_opt`` fails are the same either way, and so are the ``a_opt`` samples."""
+    model, seeds, rngs = _empty_with_stop_on_success()
     plain = model.search(seeds, rng=rngs()).episodes
     refined = model.search(seeds, config=model.search_config(refine_success=True), rng=rngs()).episodes
     succeeded = [i for i, ep in enumerate(plain) if ep.success_opt]
@@ -547,15 +554,7 @@ def test_refine_success_searches_on_after_a_successful_a_opt() -> None:
 def test_refine_budget_caps_only_the_search_after_a_successful_a_opt() -> None:
     """``refine_budget`` bounds the search that refines a successful ``a_opt``; a search whose ``a_opt`` failed keeps
     the whole budget and is unchanged."""
-    from sb3_dirpg.envs import make_minigrid_env
-    from sb3_dirpg.envs.minigrid import MiniGridCNN
-
-    env = make_minigrid_env("MiniGrid-Empty-Random-5x5-v0", max_steps=40)
-    policy_kwargs = dict(features_extractor_class=MiniGridCNN, net_arch=[], normalize_images=False)
-    model = DirPG("MultiInputPolicy", env, seed=0, gamma=0.99, search_budget=300, early_stop=False, stop_on_success=True,
-                  policy_kwargs=policy_kwargs, device="cpu")  # fmt: skip
-    seeds = list(range(80))
-    rngs = lambda: [np.random.default_rng([seed, 5]) for seed in seeds]  # noqa: E731
+    model, seeds, rngs = _empty_with_stop_on_success()
     full = model.search(seeds, config=model.search_config(refine_success=True), rng=rngs()).episodes
     capped = model.search(seeds, config=model.search_config(refine_success=True, refine_budget=20), rng=rngs()).episodes
     assert any(ep.success_opt and ep.interactions - ep.length_opt > 20 for ep in full)  # the cap has work to do
