@@ -57,7 +57,7 @@ def test_commands() -> None:
     shaped = table.command(table.Cell("MiniGrid-DoorKey-5x5-v0", "ppo_shaped", 1, 1_000_000), table.Path("/runs"))
     wrappers = eval(next(p for p in shaped if p.startswith("env_wrapper:")).split(":", 1)[1])
     assert wrappers == ["sb3_dirpg.envs.MiniGridShapedReward", "minigrid.wrappers.FlatObsWrapper", table.FLOAT32_CAST]
-    assert shaped[shaped.index("--env-kwargs") + 1] == "max_steps:100"
+    assert shaped[shaped.index("--env-kwargs") + 1] == "max_steps:40"  # DoorKey's DirPG entry (issue 44)
     progress = table.command(table.Cell("MiniGrid-Unlock-v0", "ppo_shaped", 0, 1_000_000), table.Path("/runs"))
     wrappers = eval(next(p for p in progress if p.startswith("env_wrapper:")).split(":", 1)[1])
     assert [w if isinstance(w, str) else next(iter(w)) for w in wrappers] == [

@@ -514,7 +514,9 @@ class DirPG(SimulatorAlgorithm):
         # sure the policy is along its own samples, and how many interactions each optimizer step costs
         log("search/unchanged_fraction", 1.0 - len(improved) / max(1, len(found)))
         log("search/unchanged_success_fraction", float(np.mean([ep.success_opt and not ep.improved for ep in found])))
-        log("search/entropy_opt", float(np.nanmean([ep.entropy_opt for ep in found])) if found else float("nan"))
+        entropies = [ep.entropy_opt for ep in found if np.isfinite(ep.entropy_opt)]  # NaN: a_opt had no step to score
+        if entropies:
+            log("search/entropy_opt", float(np.mean(entropies)))
         log("search/success_dir", float(np.mean([ep.success_dir for ep in found])))
         if improved:
             log("search/interactions_to_improvement", float(np.mean([ep.interactions_to_improvement for ep in improved])))

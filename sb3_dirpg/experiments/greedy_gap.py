@@ -57,7 +57,10 @@ class DiagnosticsWriter(KVWriter):
 
     def take(self) -> dict[str, float]:
         """:return: each diagnostic's mean over the dumps since the last call (NaN where none had it)"""
-        out = {name: float(np.nanmean([row.get(name, np.nan) for row in self.rows] or [np.nan])) for name in DIAGNOSTICS}
+        out = {}
+        for name in DIAGNOSTICS:
+            values = [row[name] for row in self.rows if np.isfinite(row.get(name, np.nan))]
+            out[name] = float(np.mean(values)) if values else float("nan")
         self.rows = []
         return out
 
