@@ -158,7 +158,7 @@ class HeldOutEvaluation(BaseCallback):
         super().__init__(verbose)
         if budget <= 0 or points <= 0:
             raise ValueError(f"budget and points must be positive, got {budget} and {points}")
-        if stop_level is not None and not 0 < stop_level <= 1 or int(stop_after) < 1:
+        if (stop_level is not None and not 0 < stop_level <= 1) or int(stop_after) < 1:
             raise ValueError(f"stop_level must be in (0, 1] or None and stop_after positive, got {stop_level}, {stop_after}")
         self.stop_level = stop_level
         self.stop_after = int(stop_after)

@@ -251,7 +251,7 @@ def command(cell: Cell, runs: Path, offset: int = 0) -> list[str]:
     }
     params = [f"callback:{callback!r}", *cell.params]
     extra = overrides(cell.env_id, cell.method)
-    params += [f"{key}:{value!r}" for key, value in extra.items() if key != "env_kwargs"]
+    params += [f"{key}:{value!r}" for key, value in extra.items() if key in SAME_KEYS]
     if cell.method.startswith("ppo"):
         head = [sys.executable, "-m", "rl_zoo3.train", "--algo", "ppo", "--gym-packages", "minigrid"]
     else:
