@@ -124,7 +124,7 @@ def _play_both(
     rng = np.random.default_rng(seed)
     seeds = rng.integers(10_000, size=4).tolist()
     roots = reference.reset(seeds), compiled.reset(seeds)
-    assert compiled.runs_compiled
+    assert compiled.runs_search_iterations
     max_steps = reference.simulators[0].env.unwrapped.max_steps
     pool = [(a, b, e, 0) for e, (a, b) in enumerate(zip(roots[0].snapshots, roots[1].snapshots))]
     seen: set[str] = set()
@@ -241,7 +241,7 @@ def test_a_batch_with_a_box_is_searched_on_the_env() -> None:
     for seed in range(3):
         want, got = reference.reset([seed]), compiled.reset([seed])
         assert any(cell is not None and cell.type == "box" for cell in compiled.simulators[0].env.unwrapped.grid.grid)
-        assert not compiled.runs_compiled
+        assert not compiled.runs_search_iterations
         for action in rng.integers(7, size=30).tolist():
             want = reference.step(want.snapshots, np.array([action]), np.array([0]))
             got = compiled.step(got.snapshots, np.array([action]), np.array([0]))

@@ -196,3 +196,48 @@ def test_the_compiled_forward_check_never_writes_the_live_weights() -> None:
     assert model.batched_policy is model.batched_policy
     model.set_env(make_minigrid_env("MiniGrid-MultiRoom-N6-v0", max_steps=100))
     assert model.batched_policy.compiled_forward() is not None  # built again for the new env
+
+
+def test_the_loop_boundary_is_named_by_its_records() -> None:
+    """The compiled twin names what it receives with the records' own definitions, so a field added or moved in
+    ``LoopState`` or ``LoopSimulator`` moves with it; the status codes the twin returns are ``Exit``'s."""
+    import inspect
+
+    from sb3_dirpg.envs.minigrid import compiled_search
+    from sb3_dirpg.search import fused
+
+    source = inspect.getsource(compiled_search.search_iterations.py_func)
+    assert "LoopState(*search)" in source and "LoopSimulator(*sim)" in source
+    assert [int(status) for status in fused.Exit] == [fused.OK, fused.MISS, fused.ENDS, fused.DONE_ALL, fused.LIMIT,
+                                                      fused.REFILL, fused.STALE, fused.EMPTY_MASK]  # fmt: skip
+    exit = fused.exit_of((fused.MISS, 3, fused.NO_POPPED, np.array([5]), -1))
+    assert exit.status is fused.Exit.MISS and exit.iterations == 3 and exit.popped.todo.size == 0
+    assert len(fused.NO_POPPED) == len(fused.Popped._fields)
+
+
+def test_the_compiled_simulator_meets_the_typed_protocol_and_the_env_path_does_not() -> None:
+    from sb3_dirpg.search.protocols import CompiledPolicyFunction, CompiledSearchSimulator
+
+    model = _model("MiniGrid-DoorKey-5x5-v0", 60, heuristic=False)
+    model.simulator.reset([0])
+    assert isinstance(model.simulator, CompiledSearchSimulator) and model.simulator.runs_search_iterations
+    assert isinstance(model.search_policy_function(), CompiledPolicyFunction)
+    env_path = DirPG("MultiInputPolicy", make_minigrid_env("MiniGrid-DoorKey-5x5-v0", max_steps=60), seed=3,
+                     policy_kwargs=POLICY_KWARGS, device="cpu", simulator_backend="env")  # fmt: skip
+    assert not isinstance(env_path.simulator, CompiledSearchSimulator)
+
+
+def test_a_tree_reads_its_columns_from_a_compiled_loop_as_from_its_lists() -> None:
+    """After the compiled loop, the tree's observations and snapshots are read from its arrays: the same values, the
+    same length, slices and negative indices as the lists of the Python loop."""
+    model = _model("MiniGrid-DoorKey-5x5-v0", 60, heuristic=False)
+    python, compiled = (_search(model, [4], compiled_loop=flag) for flag in (False, True))
+    for column in ("obs", "snapshots"):
+        held, read = getattr(python.tree, column), getattr(compiled.tree, column)
+        assert len(held) == len(read) == python.tree.nodes.size
+    for node in (0, 1, len(held) // 2, -1):
+        np.testing.assert_array_equal(python.tree.obs[node]["image"], compiled.tree.obs[node]["image"])
+        assert python.tree.obs[node]["direction"] == compiled.tree.obs[node]["direction"]
+    assert [o["direction"] for o in compiled.tree.obs[2:9:3]] == [o["direction"] for o in python.tree.obs[2:9:3]]
+    with pytest.raises(IndexError):
+        compiled.tree.obs[len(held)]

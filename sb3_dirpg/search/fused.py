@@ -18,24 +18,101 @@ forwards them, so the policy sees the same batches.
 from __future__ import annotations
 
 from collections.abc import Callable
+from enum import IntEnum
 from typing import Any, NamedTuple
 
 import numpy as np
 from numba import njit
 
-from sb3_dirpg.search.kernels import _add_children as add_children_compiled
-from sb3_dirpg.search.kernels import _pop_regions
-from sb3_dirpg.search.kernels import _split_regions as split_regions_compiled
-from sb3_dirpg.search.state import DONE, NoiseBlocks, Popped, Progress
+from sb3_dirpg.search.config import Params
+from sb3_dirpg.search.kernels import add_children_compiled, pop_regions_compiled, split_regions_compiled
+from sb3_dirpg.search.state import DONE, NoiseBlocks, Popped, Progress, Queues
+from sb3_dirpg.search.tree import Nodes, Regions
 
 __all__ = [
-    "DONE_ALL", "EMPTY_MASK", "ENDS", "LIMIT", "MISS", "OK", "REFILL", "STALE", "ObsTable", "ObservationColumn",
-    "SnapshotColumn", "add_children_compiled", "add_observations", "begin_iteration", "record_children",
-    "split_regions_compiled", "todo_logits",
+    "DONE_ALL", "EMPTY_MASK", "ENDS", "LIMIT", "MISS", "NO_POPPED", "OK", "REFILL", "STALE", "Exit", "LoopExit", "LoopState",
+    "ObsTable", "add_children_compiled", "add_observations", "begin_iteration", "exit_of", "observation_reader",
+    "record_children", "snapshot_reader", "split_regions_compiled", "todo_logits",
 ]  # fmt: skip
 
-# why a compiled run of iterations handed control back
-OK, MISS, ENDS, DONE_ALL, LIMIT, REFILL, STALE, EMPTY_MASK = 0, 1, 2, 3, 4, 5, 6, 7
+
+class Exit(IntEnum):
+    """Why a compiled run of iterations handed control back to Python."""
+
+    OK = 0  #: (inside the loop only) the popped regions can be expanded
+    MISS = 1  #: the popped regions' nodes hold observations the policy has not seen: forward them, then expand
+    ENDS = 2  #: the last iteration completed trajectories: settle them
+    DONE_ALL = 3  #: no episode popped a region: every search is done
+    LIMIT = 4  #: ``max_iterations`` ran
+    REFILL = 5  #: an episode that may pop has used up its block of random numbers
+    STALE = 6  #: a snapshot from before the simulator's last reset was stepped
+    EMPTY_MASK = 7  #: a non-terminal state without legal actions was reached
+
+
+# the same codes as plain ints, which compiled code compares and returns
+OK, MISS, ENDS, DONE_ALL, LIMIT, REFILL, STALE, EMPTY_MASK = (int(status) for status in Exit)
+
+
+class LoopState(NamedTuple):
+    """The records a compiled loop works on, as plain tuples at the numba call (the twin names them again with
+    ``LoopState(*state)``, so this definition is the one source of their order).
+
+    ``N`` is the capacity of the node columns; the records' own shapes are documented with them.
+
+    :param params: the settings, :class:`~sb3_dirpg.search.config.Params`
+    :param nodes: the tree's :class:`~sb3_dirpg.search.tree.Nodes`
+    :param regions: the tree's :class:`~sb3_dirpg.search.tree.Regions`
+    :param progress: the search's :class:`~sb3_dirpg.search.state.Progress`
+    :param queues: the search's :class:`~sb3_dirpg.search.state.Queues`
+    :param noise: the search's :class:`~sb3_dirpg.search.state.NoiseBlocks`
+    :param table: the search's :class:`ObsTable`
+    :param node_obs: each node's observation id in ``table``, int64, shape (N,)
+    :param node_snapshot: each node's snapshot (-1: none), int64, shape (N,)
+    """
+
+    params: Params
+    nodes: Nodes
+    regions: Regions
+    progress: Progress
+    queues: Queues
+    noise: NoiseBlocks
+    table: ObsTable
+    node_obs: np.ndarray
+    node_snapshot: np.ndarray
+
+    def packed(self) -> tuple:
+        """:return: the state as numba's fast path takes it: every record a plain tuple"""
+        return (*(tuple(record) for record in self[:7]), self.node_obs, self.node_snapshot)
+
+
+class LoopExit(NamedTuple):
+    """What a compiled run of iterations hands back.
+
+    :param status: why it returned
+    :param iterations: the iterations run
+    :param popped: the regions popped by the last iteration
+    :param misses: with ``MISS``, the observation ids to forward, in the order the Python loop forwards them; with
+        ``EMPTY_MASK``, the position in ``popped`` of the child without legal actions; else empty
+    :param start: with ``ENDS`` and ``EMPTY_MASK``, the first node the last iteration added (-1 otherwise)
+    """
+
+    status: Exit
+    iterations: int
+    popped: Popped
+    misses: np.ndarray
+    start: int
+
+
+# no popped regions to expand first, as the compiled loop takes them (the fields of Popped)
+NO_POPPED = (*(np.empty(0, np.int64),) * 3, np.empty(0), *(np.empty(0, np.int64),) * 2)
+
+
+def exit_of(result: tuple) -> LoopExit:
+    """:param result: a compiled loop's plain return ``(status, iterations, popped, misses, start)``
+    :return: it as a :class:`LoopExit`"""
+    status, iterations, popped, misses, start = result
+    return LoopExit(Exit(status), int(iterations), Popped(*popped), misses, int(start))
+
 
 _FNV_OFFSET = np.uint64(0xCBF29CE484222325)
 _FNV_PRIME = np.uint64(0x100000001B3)
@@ -178,9 +255,8 @@ def begin_iteration(
     no_misses = np.empty(0, np.int64)
     for e in range(progress_.phase.size):  # an episode that may pop and has no numbers left: refill first
         if progress_.phase[e] != DONE and noise_.used[e] >= block:
-            empty = np.empty(0, np.int64)
-            return REFILL, (empty, empty, empty, np.empty(0), empty, empty), no_misses
-    popped = _pop_regions(params, nodes, regions, progress, queues, noise)
+            return REFILL, NO_POPPED, no_misses
+    popped = pop_regions_compiled(params, nodes, regions, progress, queues, noise)
     if popped[0].size == 0:
         return DONE_ALL, popped, no_misses
     table_ = ObsTable(*table)
@@ -233,43 +309,24 @@ def record_children(
         node_snapshot[start + i] = snapshots[i]
 
 
-class ObservationColumn:
-    """The observations of a tree's nodes searched by a compiled loop, decoded from their byte rows when read (the
-    search's :attr:`~sb3_dirpg.search.tree.SearchTree.obs`, which the update reads along two paths).
-
-    :param table: the search's observation table
-    :param node_obs: each node's observation id, shape (N,)
-    :param size: the number of nodes
+def observation_reader(
+    table: ObsTable, node_obs: np.ndarray, decode: Callable[[np.ndarray], list[Any]]
+) -> Callable[[int], Any]:  # fmt: skip
+    """:param table: a compiled search's observation table
+    :param node_obs: each node's observation id
     :param decode: byte rows to observations (the simulator's ``row_observations``)
+    :return: a node's observation, decoded from its byte row when read (for
+        :meth:`~sb3_dirpg.search.tree.NodeColumn.read_from`)
     """
-
-    def __init__(self, table: ObsTable, node_obs: np.ndarray, size: int, decode: Callable[[np.ndarray], list[Any]]) -> None:
-        self.table, self.node_obs, self.size, self.decode = table, node_obs, size, decode
-
-    def __len__(self) -> int:
-        return self.size
-
-    def __getitem__(self, node: int) -> Any:
-        if not -self.size <= node < self.size:
-            raise IndexError(f"node {node} is not in a tree of {self.size} nodes")
-        return self.decode(self.table.rows[self.node_obs[node % self.size]][None])[0]
+    return lambda node: decode(table.rows[node_obs[node]][None])[0]
 
 
-class SnapshotColumn:
-    """The snapshots of a tree's nodes searched by a compiled loop (None at terminal nodes).
+def snapshot_reader(node_snapshot: np.ndarray) -> Callable[[int], int | None]:
+    """:param node_snapshot: each node's snapshot, -1 for none
+    :return: a node's snapshot (None at terminal nodes), for :meth:`~sb3_dirpg.search.tree.NodeColumn.read_from`"""
 
-    :param snapshots: each node's snapshot, -1 for none, int64, shape (N,)
-    :param size: the number of nodes
-    """
-
-    def __init__(self, snapshots: np.ndarray, size: int) -> None:
-        self.snapshots, self.size = snapshots, size
-
-    def __len__(self) -> int:
-        return self.size
-
-    def __getitem__(self, node: int) -> int | None:
-        if not -self.size <= node < self.size:
-            raise IndexError(f"node {node} is not in a tree of {self.size} nodes")
-        snapshot = int(self.snapshots[node % self.size])
+    def read(node: int) -> int | None:
+        snapshot = int(node_snapshot[node])
         return None if snapshot < 0 else snapshot
+
+    return read

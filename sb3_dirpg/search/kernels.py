@@ -12,7 +12,7 @@ The kernels take and give records, named tuples of arrays and scalars: the tree'
 :class:`~sb3_dirpg.search.state.NoiseBlocks`, the settings :class:`~sb3_dirpg.search.config.Params`, and the
 iteration's :class:`~sb3_dirpg.search.state.Popped`, :class:`~sb3_dirpg.search.state.Split` and
 :class:`~sb3_dirpg.search.state.Reached`. Each kernel is a Python function that takes the records by keyword and
-hands them to its compiled twin (``_pop_regions`` for :func:`pop_regions`) as plain tuples, which the twin names again
+hands them to its compiled twin (``pop_regions_compiled`` for :func:`pop_regions`) as plain tuples, which the twin names again
 on entry (``Nodes(*nodes)``, free once compiled). numba's dispatcher types a plain tuple of arrays in C but a named
 tuple field by field in Python, and boxes a returned named tuple slowly: passing and returning the named tuples
 themselves made a lockstep iteration of the free-simulator benchmark take twice as long.
@@ -38,7 +38,8 @@ from sb3_dirpg.search.state import DIR, DONE, OPT, NoiseBlocks, Popped, Progress
 from sb3_dirpg.search.tree import Nodes, Regions
 
 __all__ = [
-    "ASTAR", "DIR", "DONE", "GUMBEL", "OPT", "add_children", "pop_regions", "push_regions", "requeue", "split_regions"
+    "ASTAR", "DIR", "DONE", "GUMBEL", "OPT", "add_children", "add_children_compiled", "pop_regions", "pop_regions_compiled",
+    "push_regions", "requeue", "split_regions", "split_regions_compiled",
 ]  # fmt: skip
 
 LOG_2 = 0.6931471805599453
@@ -288,11 +289,12 @@ def pop_regions(
     :return: the popped regions, with the nodes that the policy has not evaluated yet and the episodes whose block of
         random numbers is used up
     """
-    return Popped(*_pop_regions(tuple(params), tuple(nodes), tuple(regions), tuple(progress), tuple(queues), tuple(noise)))
+    records = (tuple(params), tuple(nodes), tuple(regions), tuple(progress), tuple(queues), tuple(noise))
+    return Popped(*pop_regions_compiled(*records))
 
 
 @njit(cache=True)
-def _pop_regions(
+def pop_regions_compiled(
     params: tuple, nodes: tuple, regions: tuple, progress: tuple, queues: tuple, noise: tuple
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """:func:`pop_regions`, compiled.
@@ -347,11 +349,11 @@ def split_regions(*, popped: Popped, logits: np.ndarray, nodes: Nodes, regions: 
     :param logits: the policy's logits at ``popped.todo``, float64, shape (m, A)
     :return: the actions, the rests' legal actions and the rests' Gumbels
     """
-    return Split(*_split_regions(tuple(popped), logits, tuple(nodes), tuple(regions), tuple(noise)))
+    return Split(*split_regions_compiled(tuple(popped), logits, tuple(nodes), tuple(regions), tuple(noise)))
 
 
 @njit(cache=True)
-def _split_regions(
+def split_regions_compiled(
     popped: tuple, logits: np.ndarray, nodes: tuple, regions: tuple, noise: tuple
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """:func:`split_regions`, compiled.
@@ -416,14 +418,14 @@ def add_children(
     :return: the number of terminal children, and the position of a non-terminal child without legal actions (-1 if
         none; nothing is added then)
     """
-    return _add_children(
+    return add_children_compiled(
         tuple(popped), tuple(split), tuple(reached), tuple(params), tuple(nodes), tuple(regions), tuple(progress),
         tuple(queues),
     )  # fmt: skip
 
 
 @njit(cache=True)
-def _add_children(
+def add_children_compiled(
     popped: tuple, split: tuple, reached: tuple, params: tuple, nodes: tuple, regions: tuple, progress: tuple, queues: tuple
 ) -> tuple[int, int]:
     """:func:`add_children`, compiled."""

@@ -4,9 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from sb3_dirpg.search.fused import LoopExit, LoopState
+    from sb3_dirpg.search.state import Popped
 
 
 @dataclass
@@ -50,6 +54,7 @@ class BatchSimulator(Protocol):
         :return: the states reached"""
 
 
+@runtime_checkable
 class CompiledSearchSimulator(BatchSimulator, Protocol):
     """A batch simulator that steps in compiled code and can run the search's lockstep iterations itself
     (:mod:`sb3_dirpg.search.fused`). Its observations are byte rows of a fixed width for the search's memo.
@@ -59,6 +64,7 @@ class CompiledSearchSimulator(BatchSimulator, Protocol):
 
     observation_width: int
 
+    @property
     def runs_search_iterations(self) -> bool:
         """:return: whether the batch of the last reset can be searched with :meth:`search_iterations`"""
 
@@ -71,35 +77,45 @@ class CompiledSearchSimulator(BatchSimulator, Protocol):
         :return: the observations they hold"""
 
     def search_iterations(
-        self, search: tuple, pending: tuple, has_pending: bool, max_iterations: int, counts: np.ndarray,
+        self, state: LoopState, pending: Popped | None, max_iterations: int, counts: np.ndarray,
         policy_weights: tuple | None = None,
-    ) -> tuple[int, int, tuple, np.ndarray, int]:  # fmt: skip
-        """Run up to ``max_iterations`` lockstep iterations of a search in compiled code (see
-        :func:`sb3_dirpg.envs.minigrid.compiled_search.search_iterations` for the arguments and the result).
+    ) -> LoopExit:  # fmt: skip
+        """Run up to ``max_iterations`` lockstep iterations of a search in compiled code, built from the pieces of
+        :mod:`sb3_dirpg.search.fused` (see :func:`sb3_dirpg.envs.minigrid.compiled_search.search_iterations`).
 
-        :param search: the search's records, as plain tuples
-        :param pending: popped regions to expand first
-        :param has_pending: whether to expand them
+        :param state: the search's records (room reserved for ``max_iterations`` iterations)
+        :param pending: popped regions to expand first (those of the ``MISS`` that ended the last call, now
+            forwarded), or None
         :param max_iterations: the most iterations
         :param counts: out: the interactions of each iteration
         :param policy_weights: the policy function's ``compiled_weights`` (an architecture name, then arrays), which
             the simulator may evaluate itself instead of returning ``MISS``; None: forward in Python
-        :return: why it returned, the iterations run, the last popped regions, the observations to forward, the first
-            node the last iteration added
+        :return: why it returned, and what the search needs to go on
         """
 
 
 class PolicyFunction(Protocol):
     """Maps a batch of observations (and their legal-action masks) to action logits, shape (n, n_actions).
 
-    It may carry ``compiled_weights``: an architecture name and the weights of the network it evaluates, which a
-    :class:`CompiledSearchSimulator` that knows the architecture evaluates itself, with the same results.
+    It may also be a :class:`CompiledPolicyFunction`, whose network a :class:`CompiledSearchSimulator` that knows the
+    architecture evaluates itself, with the same results.
     """
 
     def __call__(self, obs: list[Any], masks: np.ndarray) -> np.ndarray:
         """:param obs: observations
         :param masks: legal actions, bool, shape (n, n_actions)
         :return: logits or unnormalised log-probabilities; the search renormalises over legal actions"""
+
+
+@runtime_checkable
+class CompiledPolicyFunction(PolicyFunction, Protocol):
+    """A policy function that also hands its network's weights to a compiled search loop.
+
+    :param compiled_weights: an architecture name, then the arrays that the loop evaluates; None where the network has
+        no compiled twin
+    """
+
+    compiled_weights: tuple | None
 
 
 class Heuristic(Protocol):

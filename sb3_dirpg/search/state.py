@@ -13,7 +13,6 @@ from typing import NamedTuple
 
 import numpy as np
 
-from sb3_dirpg.search.protocols import Transitions
 from sb3_dirpg.search.results import EpisodeSearch
 from sb3_dirpg.search.tree import SearchTree
 
@@ -170,7 +169,8 @@ class Split(NamedTuple):
 
 class Reached(NamedTuple):
     """The states that the simulator reached from the popped nodes (the arrays of a
-    :class:`~sb3_dirpg.search.protocols.Transitions`, with its defaults filled in).
+    :class:`~sb3_dirpg.search.protocols.Transitions`, with its defaults filled in by
+    :func:`~sb3_dirpg.search.top_down.reached_of`).
 
     :param rewards: the step rewards, float64, shape (k,)
     :param terminal: whether each state ends its trajectory (before the horizon is applied), bool, shape (k,)
@@ -186,19 +186,6 @@ class Reached(NamedTuple):
     lower: np.ndarray
     upper: np.ndarray
     success: np.ndarray
-
-    @classmethod
-    def of(cls, trans: Transitions) -> Reached:
-        """:param trans: a simulator's step
-        :return: its arrays, with the kernels' dtypes"""
-        k = len(trans.rewards)
-        return cls(
-            rewards=np.asarray(trans.rewards, dtype=np.float64), terminal=np.asarray(trans.terminal, dtype=bool),
-            masks=np.asarray(trans.masks, dtype=bool),
-            lower=np.full(k, -np.inf) if trans.lower is None else np.asarray(trans.lower, dtype=np.float64),
-            upper=np.full(k, np.inf) if trans.upper is None else np.asarray(trans.upper, dtype=np.float64),
-            success=np.zeros(k, bool) if trans.success is None else np.asarray(trans.success, dtype=bool),
-        )  # fmt: skip
 
 
 @dataclass(slots=True)

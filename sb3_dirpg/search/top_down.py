@@ -21,7 +21,14 @@ import numpy as np
 
 from sb3_dirpg.search import fused, kernels
 from sb3_dirpg.search.config import PRIORITIES, SearchConfig
-from sb3_dirpg.search.protocols import BatchSimulator, CompiledSearchSimulator, PolicyFunction, Transitions
+from sb3_dirpg.search.fused import Exit, LoopExit
+from sb3_dirpg.search.protocols import (
+    BatchSimulator,
+    CompiledPolicyFunction,
+    CompiledSearchSimulator,
+    PolicyFunction,
+    Transitions,
+)
 from sb3_dirpg.search.results import CompletedTrajectory, EpisodeSearch, SearchResult
 from sb3_dirpg.search.state import DIR, DONE, NOISE_BLOCK, OPT, Popped, Reached, SearchState, Split
 from sb3_dirpg.search.tree import SearchTree
@@ -34,7 +41,6 @@ __all__ = [
 
 BOUND_TOLERANCE = 1e-6  # relative (to max(1, |return-to-go|)) slack before a bound counts as violated
 COMPILED_ITERATIONS = 256  # the most lockstep iterations of one call of a compiled loop (search/fused.py)
-_NO_POPPED = Popped(*(np.empty(0, np.int64),) * 3, np.empty(0), *(np.empty(0, np.int64),) * 2)
 
 
 @contextlib.contextmanager
@@ -55,6 +61,29 @@ def cyclic_gc_paused() -> Iterator[None]:
             gc.enable()
 
 
+def reached_of(trans: Transitions) -> Reached:
+    """:param trans: a simulator's step
+    :return: its arrays, with the kernels' dtypes and the defaults of the optional ones filled in"""
+    k = len(trans.rewards)
+    return Reached(
+        rewards=np.asarray(trans.rewards, dtype=np.float64), terminal=np.asarray(trans.terminal, dtype=bool),
+        masks=np.asarray(trans.masks, dtype=bool),
+        lower=np.full(k, -np.inf) if trans.lower is None else np.asarray(trans.lower, dtype=np.float64),
+        upper=np.full(k, np.inf) if trans.upper is None else np.asarray(trans.upper, dtype=np.float64),
+        success=np.zeros(k, bool) if trans.success is None else np.asarray(trans.success, dtype=bool),
+    )  # fmt: skip
+
+
+def empty_mask_message(episode: int, where: str) -> str:
+    """:param episode: the episode that reached a non-terminal state without legal actions
+    :param where: where the state comes from
+    :return: the error message for it"""
+    return (
+        f"all-false action mask {where} (episode {episode}): every non-terminal state needs at least one legal action; "
+        "check the env's action_masks()"
+    )
+
+
 def _check_masks(masks: np.ndarray, terminal: np.ndarray, episodes: np.ndarray, where: str) -> None:
     """Refuse a non-terminal state without legal actions.
 
@@ -68,10 +97,7 @@ def _check_masks(masks: np.ndarray, terminal: np.ndarray, episodes: np.ndarray, 
         return
     empty = ~has_legal & ~terminal
     if empty.any():
-        raise ValueError(
-            f"all-false action mask {where} (episode {int(episodes[np.argmax(empty)])}): every non-terminal state needs "
-            "at least one legal action; check the env's action_masks()"
-        )
+        raise ValueError(empty_mask_message(int(episodes[np.argmax(empty)]), where))
 
 
 class TopDownSearch:
@@ -156,10 +182,10 @@ class TopDownSearch:
 
     def _compiled_loop(self) -> bool:
         """:return: whether the simulator runs this batch's iterations in a compiled loop"""
-        if not self.config.compiled_loop:
-            return False
-        ready = getattr(self.simulator, "runs_search_iterations", None)
-        return ready is not None and bool(ready())
+        return (
+            self.config.compiled_loop and isinstance(self.simulator, CompiledSearchSimulator)
+            and self.simulator.runs_search_iterations
+        )  # fmt: skip
 
     def _run_compiled(self, state: SearchState, on_iteration: Callable[[int], bool] | None) -> bool:
         """The search's loop on a :class:`~sb3_dirpg.search.protocols.CompiledSearchSimulator`: the simulator runs the
@@ -179,50 +205,57 @@ class TopDownSearch:
         node_obs[:n] = fused.add_observations(table, sim.observation_rows(tree.obs[:n]))
         node_snapshot[:n] = [-1 if s is None else s for s in tree.snapshots[:n]]
         counts = np.empty(COMPILED_ITERATIONS, np.int64)
-        params = tuple(self._params)
-        pending, has_pending = _NO_POPPED, False
-        policy_weights = getattr(self.policy_fn, "compiled_weights", None)
+        policy_weights = self.policy_fn.compiled_weights if isinstance(self.policy_fn, CompiledPolicyFunction) else None
+        pending: Popped | None = None
         while True:
             tree.reserve(nodes=n * COMPILED_ITERATIONS, regions=2 * n * COMPILED_ITERATIONS)
             state.reserve_queues(2 * COMPILED_ITERATIONS)
             table = table.reserve(n * COMPILED_ITERATIONS)
             if len(node_obs) < len(tree.nodes.episode):
                 node_obs, node_snapshot = (np.resize(column, len(tree.nodes.episode)) for column in (node_obs, node_snapshot))
-            search = (
-                params, tuple(tree.nodes), tuple(tree.regions), tuple(state.progress), tuple(state.queues),
-                tuple(state.noise), tuple(table), node_obs, node_snapshot,
+            loop = fused.LoopState(
+                params=self._params, nodes=tree.nodes, regions=tree.regions, progress=state.progress, queues=state.queues,
+                noise=state.noise, table=table, node_obs=node_obs, node_snapshot=node_snapshot,
             )  # fmt: skip
-            status, n_iterations, popped, misses, start = sim.search_iterations(
-                search, tuple(pending), has_pending, COMPILED_ITERATIONS, counts, policy_weights
-            )
-            pending, has_pending = _NO_POPPED, False
+            exit = sim.search_iterations(loop, pending, COMPILED_ITERATIONS, counts, policy_weights)
+            pending = None
             if on_iteration is not None:
-                for interactions in counts[:n_iterations].tolist():
+                for interactions in counts[: exit.iterations].tolist():
                     if on_iteration(interactions) is False:
                         self._keep_columns(tree, table, node_obs, node_snapshot)
                         return True
-            popped = Popped(*popped)
-            if status == fused.MISS:
-                self._forward_misses(tree, table, node_obs, popped.todo, misses)
-                pending, has_pending = popped, True
-            elif status == fused.ENDS:
-                ends = tree.nodes.terminal[start : start + len(popped.episodes)]
-                leaves = np.arange(start, start + len(popped.episodes))[ends]
-                self._settle_trajectories(state, popped.episodes[ends], leaves, popped.g[ends])
-            elif status == fused.REFILL:
-                noise = state.noise
-                state.noise.refill(np.flatnonzero((state.progress.phase != DONE) & (noise.used >= NOISE_BLOCK)), state.rngs)
-            elif status == fused.DONE_ALL:
+            if exit.status is Exit.DONE_ALL:
                 break
-            elif status == fused.STALE:
-                raise ValueError("the search stepped a snapshot from before the simulator's last reset()")
-            elif status == fused.EMPTY_MASK:
-                raise ValueError(
-                    f"all-false action mask after a step (episode {int(popped.episodes[misses[0]])}): every non-terminal "
-                    "state needs at least one legal action; check the env's action_masks()"
-                )
+            pending = self._settle_exit(state, table, node_obs, exit)
         self._keep_columns(tree, table, node_obs, node_snapshot)
         return False
+
+    def _settle_exit(self, state: SearchState, table: fused.ObsTable, node_obs: np.ndarray, exit: LoopExit) -> Popped | None:
+        """Do what the compiled loop handed back for.
+
+        :param state: the search state
+        :param table: the observation table
+        :param node_obs: each node's observation id
+        :param exit: why the loop returned
+        :return: the popped regions the next call expands first (after a ``MISS``), else None
+        """
+        tree, popped = state.tree, exit.popped
+        if exit.status is Exit.MISS:
+            self._forward_misses(tree, table, node_obs, popped.todo, exit.misses)
+            return popped
+        if exit.status is Exit.ENDS:
+            start = exit.start
+            ends = tree.nodes.terminal[start : start + len(popped.episodes)]
+            leaves = np.arange(start, start + len(popped.episodes))[ends]
+            self._settle_trajectories(state, popped.episodes[ends], leaves, popped.g[ends])
+        elif exit.status is Exit.REFILL:
+            noise = state.noise
+            noise.refill(np.flatnonzero((state.progress.phase != DONE) & (noise.used >= NOISE_BLOCK)), state.rngs)
+        elif exit.status is Exit.STALE:
+            raise ValueError("the search stepped a snapshot from before the simulator's last reset()")
+        elif exit.status is Exit.EMPTY_MASK:
+            raise ValueError(empty_mask_message(int(popped.episodes[exit.misses[0]]), "after a step"))
+        return None
 
     def _forward_misses(
         self, tree: SearchTree, table: fused.ObsTable, node_obs: np.ndarray, todo: np.ndarray, misses: np.ndarray
@@ -252,8 +285,9 @@ class TopDownSearch:
         :param node_snapshot: each node's snapshot
         """
         size = tree.nodes.size
-        tree.obs = fused.ObservationColumn(table, node_obs, size, self.simulator.row_observations)  # type: ignore[assignment,attr-defined]
-        tree.snapshots = fused.SnapshotColumn(node_snapshot, size)  # type: ignore[assignment]
+        sim: CompiledSearchSimulator = self.simulator  # type: ignore[assignment]
+        tree.obs.read_from(size, fused.observation_reader(table, node_obs, sim.row_observations))
+        tree.snapshots.read_from(size, fused.snapshot_reader(node_snapshot))
 
     def _start(self, seeds: Sequence[int], rng: np.random.Generator | Sequence[np.random.Generator]) -> SearchState:
         """Reset the simulator, add one root node and one root region per episode, and queue the root regions.
@@ -357,14 +391,11 @@ class TopDownSearch:
         state.reserve_queues(2)
         start = tree.nodes.size
         n_ends, empty = kernels.add_children(
-            popped=popped, split=split, reached=Reached.of(trans), params=self._params, nodes=tree.nodes,
+            popped=popped, split=split, reached=reached_of(trans), params=self._params, nodes=tree.nodes,
             regions=tree.regions, progress=state.progress, queues=state.queues,
         )  # fmt: skip
         if empty >= 0:
-            raise ValueError(
-                f"all-false action mask after a step (episode {int(popped.episodes[empty])}): every non-terminal state "
-                "needs at least one legal action; check the env's action_masks()"
-            )
+            raise ValueError(empty_mask_message(int(popped.episodes[empty]), "after a step"))
         tree.obs.extend(trans.obs)
         tree.snapshots.extend(trans.snapshots)
         return slice(start, start + k), n_ends

@@ -3,7 +3,8 @@ the columns (records that the compiled kernels take as they are), :class:`Search
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple, TypeVar
+from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple, TypeVar, overload
 
 import numpy as np
 from numba import njit
@@ -147,11 +148,52 @@ def _allocate(columns: _Columns, n: int) -> slice:
     return slice(start, start + n)
 
 
+class NodeColumn(Sequence[Any]):
+    """One Python value per node (an observation or a simulator snapshot): held in a list as the nodes are added, or,
+    after a compiled search loop kept them in arrays, read from those arrays (:meth:`read_from`).
+    """
+
+    def __init__(self) -> None:
+        self._values: list[Any] = []
+        self._read: Callable[[int], Any] | None = None
+        self._size = 0
+
+    def extend(self, values: Sequence[Any]) -> None:
+        """:param values: the values of the nodes added next"""
+        self._values.extend(values)
+
+    def read_from(self, size: int, read: Callable[[int], Any]) -> None:
+        """Hold the values of ``size`` nodes as ``read(node)`` gives them, in place of the list.
+
+        :param size: the number of nodes
+        :param read: a node id to its value
+        """
+        self._values, self._read, self._size = [], read, size
+
+    def __len__(self) -> int:
+        return self._size if self._read is not None else len(self._values)
+
+    @overload
+    def __getitem__(self, node: int) -> Any: ...
+
+    @overload
+    def __getitem__(self, node: slice) -> list[Any]: ...
+
+    def __getitem__(self, node: int | slice) -> Any:
+        if self._read is None:
+            return self._values[node]
+        if isinstance(node, slice):
+            return [self._read(i) for i in range(*node.indices(self._size))]
+        if not -self._size <= node < self._size:
+            raise IndexError(f"node {node} is not in a tree of {self._size} nodes")
+        return self._read(node % self._size)
+
+
 class SearchTree:
     """Prefix nodes (one per environment interaction, plus roots) and regions of a batch of searches.
 
     A node stores what a step produced (see :class:`Nodes`); observations and simulator snapshots are kept once per
-    node in Python lists. A region is a node plus a set of legal next actions and its Gumbel ``G`` (see
+    node in a :class:`NodeColumn`. A region is a node plus a set of legal next actions and its Gumbel ``G`` (see
     :class:`Regions`). Both grow by amortised doubling: :meth:`reserve` replaces ``nodes`` and ``regions`` by larger
     copies, so read them again after it.
 
@@ -164,8 +206,8 @@ class SearchTree:
         capacity = max(int(capacity), 16)
         self.nodes = Nodes.empty(capacity, n_actions)
         self.regions = Regions.empty(capacity, n_actions)
-        self.obs: list[Any] = []
-        self.snapshots: list[Any] = []
+        self.obs = NodeColumn()
+        self.snapshots = NodeColumn()
 
     def reserve(self, nodes: int = 0, regions: int = 0) -> None:
         """Make room for more nodes and regions (doubling the capacity when needed), without adding them.

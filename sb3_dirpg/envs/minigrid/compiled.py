@@ -28,11 +28,13 @@ from sb3_dirpg.common.vec_simulator import VecSimulator
 from sb3_dirpg.envs.minigrid import cnn_kernels
 from sb3_dirpg.envs.minigrid import compiled_kernels as kernels
 from sb3_dirpg.envs.minigrid.bound import MultiRoomBound
-from sb3_dirpg.envs.minigrid.compiled_search import search_iterations
+from sb3_dirpg.envs.minigrid.compiled_search import LoopSimulator, search_iterations
 from sb3_dirpg.envs.minigrid.fast_obs import FastObservation, encode_cells, fast_gen_obs
 from sb3_dirpg.envs.minigrid.wrappers import DirectionImageObs, MiniGridShapedReward
 from sb3_dirpg.search import fused
+from sb3_dirpg.search.fused import LoopExit, LoopState
 from sb3_dirpg.search.protocols import Heuristic, Transitions
+from sb3_dirpg.search.state import Popped
 from sb3_dirpg.simulator import SimulatorWrapper
 from sb3_dirpg.simulator.unwrap import wrapper_layers
 
@@ -140,14 +142,10 @@ class CompiledMiniGridSimulator(VecSimulator):
         )  # fmt: skip
 
     @property
-    def runs_compiled(self) -> bool:
-        """:return: whether the batch of the last ``reset`` runs on the arrays (False: its grids hold a box, so the envs
-        step it)"""
-        return self._compiled_batch
-
     def runs_search_iterations(self) -> bool:
-        """:return: whether the batch of the last reset runs on the arrays, so that the search can run its iterations
-        in :func:`~sb3_dirpg.envs.minigrid.compiled_search.search_iterations`"""
+        """:return: whether the batch of the last reset runs on the arrays (False: its grids hold a box, so the envs step
+        it), so that the search can run its iterations in
+        :func:`~sb3_dirpg.envs.minigrid.compiled_search.search_iterations`"""
         return self._compiled_batch
 
     def observation_rows(self, obs: list[Any]) -> np.ndarray:
@@ -166,35 +164,38 @@ class CompiledMiniGridSimulator(VecSimulator):
         return [{"image": row[:-1].reshape(view, view, 3), "direction": int(row[-1])} for row in rows]
 
     def search_iterations(
-        self, search: tuple, pending: tuple, has_pending: bool, max_iterations: int, counts: np.ndarray,
+        self, state: LoopState, pending: Popped | None, max_iterations: int, counts: np.ndarray,
         policy_weights: tuple | None = None,
-    ) -> tuple[int, int, tuple, np.ndarray, int]:  # fmt: skip
+    ) -> LoopExit:  # fmt: skip
         """Run up to ``max_iterations`` lockstep iterations of a search on the arrays
         (:func:`~sb3_dirpg.envs.minigrid.compiled_search.search_iterations`, with room reserved in the store).
 
-        :param search: the search's records, as plain tuples
-        :param pending: popped regions to expand first
-        :param has_pending: whether to expand them
+        :param state: the search's records
+        :param pending: popped regions to expand first (those of the ``MISS`` that ended the last call), or None
         :param max_iterations: the most iterations
         :param counts: out: the interactions of each iteration
         :param policy_weights: a policy function's ``compiled_weights``: those of
             :mod:`~sb3_dirpg.envs.minigrid.cnn_kernels` are evaluated in the loop (on a 7x7 view)
-        :return: why it returned, the iterations run, the last popped regions, the observations to forward, the first
-            node the last iteration added
+        :return: why it returned, and what the search needs to go on
         """
         own_forward = policy_weights is not None and policy_weights[0] == cnn_kernels.ARCHITECTURE and self._view == 7
         rows = len(self._episodes.max_steps) * max_iterations
         used = self._store.used
         self._reserve_store(int(used[0]) + rows, int(used[1]) + rows)
-        sim = (
-            tuple(self._store), tuple(self._rules), tuple(self._episodes), tuple(self._bound_params), self._generation,
-            self._view, self.n_actions, self.heuristic is not None,
+        sim = LoopSimulator(
+            store=tuple(self._store), rules=tuple(self._rules), episodes=tuple(self._episodes),
+            bound=tuple(self._bound_params), generation=self._generation, view_size=self._view, n_actions=self.n_actions,
+            with_bounds=self.heuristic is not None,
         )  # fmt: skip
         policy = policy_weights[1:] if own_forward else _NO_WEIGHTS
-        result = search_iterations(search, sim, pending, has_pending, max_iterations, counts, policy, own_forward)
-        if result[0] == fused.ENDS:
+        expand = fused.NO_POPPED if pending is None else tuple(pending)
+        has_pending = pending is not None
+        exit = fused.exit_of(
+            search_iterations(state.packed(), tuple(sim), expand, has_pending, max_iterations, counts, policy, own_forward)
+        )
+        if exit.status is fused.Exit.ENDS:
             self.reports_success = True  # MiniGridShapedReward reports success on every episode end
-        return result
+        return exit
 
     def _reserve_store(self, states: int, grids: int) -> None:
         """Make room for at least ``states`` states and ``grids`` grids (capacities double, contents are kept).

@@ -10,14 +10,40 @@ needs it (see :data:`~sb3_dirpg.search.fused.MISS` and the other reasons). It li
 
 from __future__ import annotations
 
+from typing import Any, NamedTuple
+
 import numpy as np
 from numba import njit
 
 from sb3_dirpg.envs.minigrid.cnn_kernels import cnn_logits
 from sb3_dirpg.envs.minigrid.compiled_kernels import GENERATION_SHIFT, step_states
 from sb3_dirpg.search import fused
-from sb3_dirpg.search.fused import ObsTable
+from sb3_dirpg.search.fused import LoopState, ObsTable
 from sb3_dirpg.search.state import Popped
+from sb3_dirpg.search.tree import Nodes
+
+
+class LoopSimulator(NamedTuple):
+    """The compiled simulator's records that :func:`search_iterations` steps with (plain tuples at the numba call).
+
+    :param store: the states, :class:`~sb3_dirpg.envs.minigrid.compiled_kernels.Store`
+    :param rules: the env's :class:`~sb3_dirpg.envs.minigrid.compiled_kernels.Rules`
+    :param episodes: the batch's :class:`~sb3_dirpg.envs.minigrid.compiled_kernels.Episodes`
+    :param bound: the bound's :class:`~sb3_dirpg.envs.minigrid.compiled_kernels.BoundParams`
+    :param generation: the reset's generation, stamped on the snapshots
+    :param view_size: the side of the agent's view
+    :param n_actions: the number of actions
+    :param with_bounds: whether the search uses the bounds (else they are -inf and inf)
+    """
+
+    store: Any
+    rules: Any
+    episodes: Any
+    bound: Any
+    generation: int
+    view_size: int
+    n_actions: int
+    with_bounds: bool
 
 
 @njit(cache=True)
@@ -27,9 +53,9 @@ def search_iterations(
 ) -> tuple[int, int, tuple, np.ndarray, int]:  # fmt: skip
     """Run lockstep iterations until the search needs Python, at most ``max_iterations``.
 
-    :param search: the search's records as plain tuples: ``(params, nodes, regions, progress, queues, noise, table,
-        node_obs, node_snapshot)`` (room reserved for ``max_iterations`` iterations)
-    :param sim: the simulator's records: ``(store, rules, episodes, bound, generation, view, n_actions, with_bounds)``
+    :param search: the search's :class:`~sb3_dirpg.search.fused.LoopState`, packed (room reserved for
+        ``max_iterations`` iterations)
+    :param sim: the simulator's :class:`LoopSimulator`, its records plain tuples
     :param pending: popped regions to expand first (the fields of :class:`~sb3_dirpg.search.state.Popped`), when
         ``has_pending``: those of the ``MISS`` that ended the last call, whose observations are now forwarded
     :param has_pending: whether to expand ``pending`` before popping
@@ -37,15 +63,14 @@ def search_iterations(
     :param counts: out: the interactions of each iteration run, int64, shape (max_iterations,)
     :param policy: the weights of :func:`~sb3_dirpg.envs.minigrid.cnn_kernels.cnn_logits`, with ``own_forward``
     :param own_forward: evaluate the policy here at the observations it has not seen, instead of returning ``MISS``
-    :return: why it returned (:data:`~sb3_dirpg.search.fused.MISS`, ``ENDS``, ``DONE_ALL``, ``LIMIT``, ``REFILL``,
-        ``STALE`` or ``EMPTY_MASK``), the iterations run, the popped regions of the last iteration, the observations
-        to forward (``MISS``), and the first node the last iteration added (``ENDS``)
+    :return: the fields of a :class:`~sb3_dirpg.search.fused.LoopExit` (its status a plain int)
     """
-    params, nodes, regions, progress, queues, noise, table, node_obs, node_snapshot = search
-    store, rules, episodes, bound, generation, view, n_actions, with_bounds = sim
-    table_ = ObsTable(*table)
+    state, sim_ = LoopState(*search), LoopSimulator(*sim)
+    params, nodes, regions, progress, queues, noise = state[:6]
+    table_, node_obs, node_snapshot = ObsTable(*state.table), state.node_obs, state.node_snapshot
     no_misses = np.empty(0, np.int64)
-    base = generation << GENERATION_SHIFT
+    base = sim_.generation << GENERATION_SHIFT
+    view = sim_.view_size
     width = view * view * 3 + 1
     popped = pending
     iteration = 0
@@ -53,7 +78,7 @@ def search_iterations(
         if has_pending:
             has_pending = False
         else:
-            status, popped, misses = fused.begin_iteration(params, nodes, regions, progress, queues, noise, table, node_obs)
+            status, popped, misses = fused.begin_iteration(*state[:7], node_obs)
             if status == fused.MISS and own_forward:
                 cnn_logits(table_.rows, misses, policy, table_.logits)
                 table_.has_logits[misses] = True
@@ -69,10 +94,10 @@ def search_iterations(
             node_snapshot[expanding.nodes], split[0], expanding.episodes, images, np.empty(k, np.int64), np.empty(k),
             np.empty(k, np.bool_), np.empty(k, np.bool_), np.empty(k), np.empty(k), np.empty(k, np.int64),
         )  # fmt: skip
-        if step_states(batch, store, rules, episodes, bound) < 0:
+        if step_states(batch, sim_.store, sim_.rules, sim_.episodes, sim_.bound) < 0:
             return fused.STALE, iteration, popped, no_misses, -1
         directions, rewards, terminal, success, lower, upper, reached = batch[4:]
-        if not with_bounds:
+        if not sim_.with_bounds:
             lower[:] = -np.inf
             upper[:] = np.inf
         rows = np.empty((k, width), np.uint8)
@@ -81,8 +106,8 @@ def search_iterations(
             rows[r, : width - 1] = images[r].ravel()
             rows[r, width - 1] = directions[r]
             snapshots[r] = -1 if reached[r] < 0 else base | reached[r]
-        start = nodes[0][0]
-        reached_ = (rewards, terminal, np.ones((k, n_actions), np.bool_), lower, upper, success)
+        start = Nodes(*nodes).count[0]
+        reached_ = (rewards, terminal, np.ones((k, sim_.n_actions), np.bool_), lower, upper, success)
         n_ends, empty = fused.add_children_compiled(popped, split, reached_, params, nodes, regions, progress, queues)
         if empty >= 0:
             return fused.EMPTY_MASK, iteration, popped, np.array([empty], np.int64), start
