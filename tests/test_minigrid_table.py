@@ -68,7 +68,8 @@ def test_commands() -> None:
     assert settings["policy"] == "MultiInputPolicy" and "mission_gates=2" in settings["policy_kwargs"]
     assert eval(settings["policy_kwargs"])["features_extractor_class"] is MiniGridCNN  # as rl-zoo3 evaluates it
     assert settings["env_wrapper"] == table.entry("MiniGrid-Fetch-5x5-N2-v0", "dirpg")["env_wrapper"]
-    assert same[same.index("--env-kwargs") + 1] == "max_steps:100"
+    max_steps = table.entry("MiniGrid-Fetch-5x5-N2-v0", "dirpg")["env_kwargs"]["max_steps"]
+    assert same[same.index("--env-kwargs") + 1] == f"max_steps:{max_steps}"
     ours = table.command(table.Cell("MiniGrid-Fetch-5x5-N2-v0", "dirpg", 2, 3_000_000), table.Path("/runs"), offset=150_000)
     assert ours[1:5] == ["-m", "sb3_dirpg.integrations.zoo", "train", "--algo"]
     assert ours[ours.index("-n") + 1] == "2850000"
