@@ -199,7 +199,7 @@ def measure(name: str, make: Callable[[], DirPG], interactions: int, rounds: int
     return {"name": name, "times": times, "same": same, "interactions": results["on"][1]}
 
 
-def report(row: dict[str, Any]) -> None:
+def print_row(row: dict[str, Any]) -> None:
     """Print one setting's medians, spreads and the relative cost."""
     t = row["times"]
 
@@ -350,7 +350,7 @@ def main() -> None:
             n6_rows(args.rounds)
             continue
         name, make, interactions = settings[key]
-        report(measure(name, make, interactions, args.rounds))
+        print_row(measure(name, make, interactions, args.rounds))
 
 
 if __name__ == "__main__":

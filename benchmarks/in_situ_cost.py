@@ -19,8 +19,8 @@ from typing import Any
 import numpy as np
 from stable_baselines3.common.callbacks import BaseCallback
 
-from benchmarks.common import write_json
 from benchmarks.throughput import WORKLOADS, make_dirpg
+from sb3_dirpg.experiments.common import write_json
 
 N_REGIONS = 16  # about the number of episodes still searching per lockstep iteration on MultiRoom-N6 at batch 32
 N_ACTIONS = 7  # MiniGrid's actions
@@ -144,7 +144,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     for name in probes:
         print(f"{name:16s} {alone[name]:9.2f} {inside[name]:10.2f} {result['inside_over_alone'][name]:6.2f}")
     if args.json:
-        write_json(args.json, result)
+        write_json(args.json, result, announce=True)
     return result
 
 

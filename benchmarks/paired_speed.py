@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from benchmarks.common import write_json
+from sb3_dirpg.experiments.common import write_json
 
 # where a tree keeps its throughput workload: the benchmarks folder, or the package in trees from before the move
 WORKLOAD_MODULES = (
@@ -162,7 +162,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
           f"new faster in {result['new_faster_rounds']} of {args.rounds} (sign test p = {result['sign_test_p']:.3f}, "
           f"Wilcoxon p = {result['wilcoxon_p']:.3f}); same parameters: {result['same_parameters']}")  # fmt: skip
     if args.json:
-        write_json(args.json, result)
+        write_json(args.json, result, announce=True)
     return result
 
 

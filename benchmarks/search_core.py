@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.common import write_json
+from sb3_dirpg.experiments.common import write_json
 from sb3_dirpg.search import SearchConfig, TopDownSearch, Transitions
 
 N_ACTIONS = 3
@@ -132,7 +132,7 @@ def main(argv: list[str] | None = None) -> dict[int, dict[str, float]]:
               f"{median['core_us']:11.1f} {median['core_us_per_iteration']:12.0f} "
               f"{median['simulator_us'] + median['policy_us']:17.1f}")  # fmt: skip
     if args.json:
-        write_json(args.json, {str(b): r for b, r in results.items()})
+        write_json(args.json, {str(b): r for b, r in results.items()}, announce=True)
     return results
 
 

@@ -34,11 +34,12 @@ from typing import Any
 import torch as th
 import yaml
 
-from benchmarks.common import RESULTS, write_json
+from benchmarks.common import RESULTS
 from sb3_dirpg import DirPG
 from sb3_dirpg.baselines import Reinforce
 from sb3_dirpg.common.batched_policy import BatchedPolicy
 from sb3_dirpg.envs import make_minigrid_env
+from sb3_dirpg.experiments.common import write_json
 from sb3_dirpg.integrations.zoo import HYPERPARAMS_DIR, algorithm_kwargs
 
 ENV_ID = "MiniGrid-MultiRoom-N6-v0"
@@ -132,7 +133,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     for phase, rows in result["phases"].items():
         for name, row in rows.items():
             print(f"{phase:6s} {name:20s} {row['median']:9d} {row['vs_reinforce']:13.3f}")
-    write_json(args.out, result)
+    write_json(args.out, result, announce=True)
     return result
 
 

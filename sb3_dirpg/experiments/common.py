@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -114,6 +115,24 @@ def plot_band(ax: Any, x: Sequence[float], stats: dict[str, list[float]], label:
     ax.fill_between(x, stats["low"], stats["high"], color=line.get_color(), alpha=0.2, linewidth=0)
 
 
+def write_json(path: str | Path, data: Any, announce: bool = False) -> Path:
+    """Write JSON atomically (a reader, such as a run resumed after an interrupt, never sees half a file); numpy
+    scalars and arrays are written as numbers and lists.
+
+    :param path: the file
+    :param data: JSON-serialisable data
+    :param announce: print where it went
+    :return: the path
+    """
+    path = Path(path)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(json.dumps(data, indent=1, default=_json_default))
+    os.replace(tmp, path)
+    if announce:
+        print(f"wrote {path}")
+    return path
+
+
 def save_results(out: Path, name: str, data: dict[str, Any], figure: Any, started: float) -> Path:
     """Write ``name.json`` (with the wall time) and ``name.png`` into ``out``.
 
@@ -125,8 +144,7 @@ def save_results(out: Path, name: str, data: dict[str, Any], figure: Any, starte
     :return: the JSON path
     """
     data = dict(data, wall_time_s=round(time.perf_counter() - started, 1))
-    path = out / f"{name}.json"
-    path.write_text(json.dumps(data, indent=1, default=_json_default))
+    path = write_json(out / f"{name}.json", data)
     figure.savefig(out / f"{name}.png", dpi=90, bbox_inches="tight")
     print(f"wrote {path} and {out / f'{name}.png'} ({data['wall_time_s']} s)")
     return path

@@ -29,8 +29,8 @@ from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.logger import KVWriter, Logger
 
-from sb3_dirpg.experiments.common import default_out
-from sb3_dirpg.experiments.held_out import EVAL_SEED, build_env, evaluate_held_out, is_success, write_json
+from sb3_dirpg.experiments.common import default_out, write_json
+from sb3_dirpg.experiments.held_out import EVAL_SEED, build_env, evaluate_held_out, is_success
 
 DIAGNOSTICS = {
     "unchanged": "search/unchanged_fraction",

@@ -10,7 +10,6 @@ from its own seeded torch generator state, so it does not change the training ru
 from __future__ import annotations
 
 import json
-import os
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -21,6 +20,8 @@ import numpy as np
 import torch as th
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import BaseCallback
+
+from sb3_dirpg.experiments.common import write_json
 
 EVAL_SEED = 12345  # torch seed of the sampled-action evaluation
 
@@ -104,17 +105,6 @@ def evaluate_held_out(
         "return": float(returns.mean()),
         "minigrid_return": float(minigrid_returns.mean()),
     }
-
-
-def write_json(path: Path, data: Any) -> None:
-    """Write JSON atomically (a reader never sees half a file).
-
-    :param path: the file
-    :param data: JSON-serialisable data
-    """
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(data, indent=1))
-    os.replace(tmp, path)
 
 
 class HeldOutEvaluation(BaseCallback):

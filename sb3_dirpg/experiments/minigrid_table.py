@@ -37,8 +37,7 @@ from typing import Any
 import numpy as np
 import yaml
 
-from sb3_dirpg.experiments.common import default_out, refresh_block
-from sb3_dirpg.experiments.held_out import write_json
+from sb3_dirpg.experiments.common import default_out, refresh_block, write_json
 from sb3_dirpg.experiments.minigrid_targets import (
     LEVEL,
     MIN_SEEDS,

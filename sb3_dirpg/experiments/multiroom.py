@@ -50,7 +50,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -71,7 +70,15 @@ from sb3_dirpg.baselines import CEM, Reinforce
 from sb3_dirpg.common.simulator_algorithm import SimulatorAlgorithm
 from sb3_dirpg.envs import make_minigrid_env
 from sb3_dirpg.envs.minigrid import MiniGridCNN, MultiRoomBound
-from sb3_dirpg.experiments.common import default_out, mean_and_spread, plot_band, save_results, scaled_settings, setup_run
+from sb3_dirpg.experiments.common import (
+    default_out,
+    mean_and_spread,
+    plot_band,
+    save_results,
+    scaled_settings,
+    setup_run,
+    write_json,
+)  # fmt: skip
 
 ENV_ID = "MiniGrid-MultiRoom-N6-v0"
 MAX_STEPS = 100
@@ -217,12 +224,6 @@ def greedy_eval(
 # -- learning at scale -------------------------------------------------------------------------------------------
 
 
-def _write_json(path: Path, data: Any) -> None:
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(data))
-    os.replace(tmp, path)
-
-
 def run_one(
     method: str, seed: int, interactions: int, eval_every: int, runs_dir: Path, resume: bool, eval_maps: int = 200
 ) -> dict[str, Any]:
@@ -271,7 +272,7 @@ def run_one(
         model.save(model_path)
         if before < FROZEN_AT <= model.num_timesteps:
             model.save(folder / f"model_{FROZEN_AT}.zip")
-        _write_json(record_path, record)
+        write_json(record_path, record)
         point = record["points"][-1]
         print(f"{method} seed {seed}: {point[0]:>9d} interactions, greedy success {point[1]:.3f}, sampled return "
               f"{point[2]:7.1f} ({record['wall_s']:.0f} s)", flush=True)  # fmt: skip
@@ -301,7 +302,7 @@ def probe_search(methods: Sequence[str], n_maps: int = 8, seed: int = 0) -> dict
     return out
 
 
-def interactions_to(points: Sequence[Sequence[float]], level: float) -> int | None:
+def greedy_interactions_to(points: Sequence[Sequence[float]], level: float) -> int | None:
     """:param points: ``[interactions, success, return]`` in order
     :param level: a success level
     :return: the first interaction count at which greedy success reached ``level``, or None"""
@@ -311,7 +312,7 @@ def interactions_to(points: Sequence[Sequence[float]], level: float) -> int | No
     return None
 
 
-def report(runs_dir: Path, out: Path, methods: Sequence[str]) -> dict[str, Any]:
+def report_learning(runs_dir: Path, out: Path, methods: Sequence[str]) -> dict[str, Any]:
     """Gather the run folders into ``multiroom_n6.json``, ``multiroom_n6.png`` and ``multiroom_n6_table.md``.
 
     :param runs_dir: folder of the run folders
@@ -328,7 +329,7 @@ def report(runs_dir: Path, out: Path, methods: Sequence[str]) -> dict[str, Any]:
     summary: dict[str, Any] = {}
     for method, by_seed in runs.items():
         per_seed = {
-            seed: {"to_0.5": interactions_to(p, 0.5), "to_0.9": interactions_to(p, 0.9), "final": p[-1][1],
+            seed: {"to_0.5": greedy_interactions_to(p, 0.5), "to_0.9": greedy_interactions_to(p, 0.9), "final": p[-1][1],
                    "interactions": p[-1][0]}
             for seed, p in by_seed.items()
         }  # fmt: skip
@@ -344,14 +345,14 @@ def report(runs_dir: Path, out: Path, methods: Sequence[str]) -> dict[str, Any]:
     path.write_text(json.dumps(data, indent=1))
     figure = plot_learning(runs)
     figure.savefig(out / "multiroom_n6.png", dpi=90, bbox_inches="tight")
-    table = markdown_table(summary)
+    table = learning_table(summary)
     (out / "multiroom_n6_table.md").write_text(table)
     print(table)
     print(f"wrote {path}, {out / 'multiroom_n6.png'} and {out / 'multiroom_n6_table.md'}")
     return data
 
 
-def markdown_table(summary: dict[str, Any]) -> str:
+def learning_table(summary: dict[str, Any]) -> str:
     """:param summary: per method, ``per_seed`` figures and ``median_to_0.9``
     :return: a markdown table: interactions to 0.5 and 0.9 greedy success and the final success, per method and seed"""
     rows = ["| method | seed | to 0.5 | to 0.9 | final success | at |", "| --- | --- | --- | --- | --- | --- |"]
@@ -416,7 +417,7 @@ def run_learning(args: argparse.Namespace) -> dict[str, Any]:
             with ProcessPoolExecutor(max_workers=procs, mp_context=get_context("spawn")) as pool:
                 for future in [pool.submit(run_one, *job) for job in jobs]:
                     future.result()
-    return report(runs_dir, args.out, methods)
+    return report_learning(runs_dir, args.out, methods)
 
 
 # -- the paper's figure 3 ----------------------------------------------------------------------------------------

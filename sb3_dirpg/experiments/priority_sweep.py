@@ -28,7 +28,7 @@ import numpy as np
 from scipy import stats
 
 from sb3_dirpg.experiments.common import default_out
-from sb3_dirpg.experiments.multiroom import interactions_to
+from sb3_dirpg.experiments.multiroom import greedy_interactions_to
 
 ARMS = ("sweep-gumbel", "sweep-a0", "sweep-a0.1", "sweep-a0.2", "sweep-a0.3", "sweep-a1")
 BASELINES = ("cem",)
@@ -70,7 +70,7 @@ def summarize(runs: dict[str, dict[int, dict[str, Any]]]) -> dict[str, dict[str,
         finished = [seed for seed, curve in curves.items() if not np.isnan(curve).any()]
         per_seed = {
             seed: {
-                "to_0.9": interactions_to(record["points"], 0.9),
+                "to_0.9": greedy_interactions_to(record["points"], 0.9),
                 "final": float(record["points"][-1][1]),
                 "interactions": int(record["points"][-1][0]),
                 "auc": float(np.mean(curves[seed])) if seed in finished else None,
