@@ -172,7 +172,8 @@ def test_reinforce_update_estimates_the_policy_gradient(variant: str) -> None:
     model.set_logger(configure(None, [""]))
     exact = exact_chain_gradient(model)
     before = torch.cat([p.detach().flatten() for p in model.policy.parameters()]).numpy().copy()
-    model.train(model.collect([7]))
+    model.rollouts = model.collect([7])
+    model.train()
     after = torch.cat([p.detach().flatten() for p in model.policy.parameters()]).numpy()
     estimate = after - before  # SGD with lr 1 ascends the estimate of grad E[R]
     assert np.abs(exact).max() > 0.03

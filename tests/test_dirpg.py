@@ -375,14 +375,17 @@ def test_update_per_episode_is_one_step_per_map_in_order() -> None:
     improved = sorted(set(share.steps.episodes.tolist()))
     assert len(improved) >= 2, "the test needs several improved maps in the batch"
     per_episode, one_by_one, batch = model(update_per_episode=True), model(), model()
-    per_episode.train(share)
+    per_episode.searched_batch = share
+    per_episode.train()
     for index in improved:
         rows = share.steps.episodes == index
         steps = share.steps
         alone = UpdateSteps([o for o, keep in zip(steps.obs, rows) if keep], steps.masks[rows], steps.actions[rows],
                             steps.signs[rows], np.zeros(int(rows.sum()), dtype=np.int64))  # fmt: skip
-        one_by_one.train(SearchShare(episodes=[share.episodes[index]], steps=alone))
-    batch.train(share)
+        one_by_one.searched_batch = SearchShare(episodes=[share.episodes[index]], steps=alone)
+        one_by_one.train()
+    batch.searched_batch = share
+    batch.train()
     assert per_episode._n_updates == len(improved) and batch._n_updates == 1
     for a, b in zip(per_episode.policy.parameters(), one_by_one.policy.parameters()):
         assert th.equal(a, b)

@@ -76,10 +76,11 @@ class SeedRecordingDirPG(DirPG):
         self._batch_start = self.num_timesteps
         return seeds
 
-    def train(self, batch) -> None:
+    def train(self) -> None:
+        batch = self.searched_batch
         self.merged.append([ep.seed for ep in batch.episodes])
         self.counted.append((self.num_timesteps - self._batch_start, sum(ep.interactions for ep in batch.episodes)))
-        super().train(batch)
+        super().train()
 
 
 def recording_model(**kwargs) -> SeedRecordingDirPG:

@@ -53,11 +53,9 @@ class CEM(RolloutAlgorithm):
         best = np.argsort(-returns, axis=1, kind="stable")[:, : self.n_elite]
         return best + rollouts.n_rollouts * np.arange(rollouts.n_episodes)[:, None]
 
-    def train(self, rollouts: Rollouts) -> None:
-        """One CEM update: ascend the mean log-likelihood of the elite rollouts.
-
-        :param rollouts: the sampled trajectories
-        """
+    def train(self) -> None:
+        """One CEM update: ascend the mean log-likelihood of the elite rollouts of the batch in :attr:`rollouts`."""
+        rollouts = self.collected_rollouts()
         elite = self.elite(rollouts).ravel()
         is_elite = np.zeros(len(rollouts.lengths), dtype=bool)
         is_elite[elite] = True

@@ -8,7 +8,6 @@ import torch as th
 from stable_baselines3.common.type_aliases import GymEnv, Schedule
 
 from sb3_dirpg.baselines.rollout_algorithm import RolloutAlgorithm
-from sb3_dirpg.baselines.rollouts import Rollouts
 from sb3_dirpg.common.policies import DirPGPolicy
 
 SelfReinforce = TypeVar("SelfReinforce", bound="Reinforce")
@@ -49,11 +48,9 @@ class Reinforce(RolloutAlgorithm):
         self.variant = variant
         super().__init__(policy, env, n_rollouts, learning_rate=learning_rate, **kwargs)
 
-    def train(self, rollouts: Rollouts) -> None:
-        """One REINFORCE update, averaged over every rollout of the batch.
-
-        :param rollouts: the sampled trajectories
-        """
+    def train(self) -> None:
+        """One REINFORCE update, averaged over every rollout of the batch in :attr:`rollouts`."""
+        rollouts = self.collected_rollouts()
         if self.variant == "trajectory":
             weights = rollouts.returns(self.gamma)[rollouts.rollout]
         else:

@@ -35,6 +35,8 @@ class RolloutAlgorithm(SimulatorAlgorithm):
     ``rollout/ep_rew_mean`` (``time/episodes`` counts rollouts). ``num_timesteps`` counts every simulator step;
     ``callback.on_step()`` is called once per lockstep iteration and a False return stops training before the update.
 
+    The sampled batch waits in :attr:`rollouts` (not saved with the model) for :meth:`train`, as SB3's rollout buffer.
+
     :param n_rollouts: trajectories sampled per episode
     :param kwargs: the arguments of :class:`~sb3_dirpg.common.simulator_algorithm.SimulatorAlgorithm` (without ``heuristic``)
     """
@@ -60,6 +62,7 @@ class RolloutAlgorithm(SimulatorAlgorithm):
     ) -> None:
         check_positive_int(type(self).__name__, "n_rollouts", n_rollouts)
         self.n_rollouts = int(n_rollouts)
+        self.rollouts: Rollouts | None = None  # the batch that :meth:`collect_rollouts` sampled for :meth:`train`
         super().__init__(
             policy,
             env,
@@ -93,27 +96,25 @@ class RolloutAlgorithm(SimulatorAlgorithm):
             self.simulator, self.policy_logits, seeds, self.n_rollouts, self._search_rng, self.horizon, on_iteration=hook
         )
 
-    def collect_rollouts(self, callback: BaseCallback) -> Rollouts | None:
-        """Sample the rollouts of the next batch of episodes and record them in the ``rollout/`` statistics.
+    def collect_rollouts(self, callback: BaseCallback) -> bool:
+        """Sample the rollouts of the next batch of episodes into :attr:`rollouts` and record them in the ``rollout/``
+        statistics.
 
         :param callback: the training callback
-        :return: the rollouts, or None when the callback asked to stop
+        :return: False when the callback asked to stop
         """
         self._start_collection(callback)
-        rollouts = self.collect(self.episode_seeds(), callback)
+        self.rollouts = rollouts = self.collect(self.episode_seeds(), callback)
         if rollouts is None:
-            return None
+            return False
         for ret, length, success in zip(rollouts.returns().tolist(), rollouts.lengths.tolist(), rollouts.success.tolist()):
             self._record_episode(ret, length, success)
         self._end_collection(callback, rollouts=rollouts)
-        return rollouts
+        return True
 
     @abstractmethod
-    def train(self, rollouts: Rollouts) -> None:
-        """One update from a batch of rollouts.
-
-        :param rollouts: the sampled trajectories
-        """
+    def train(self) -> None:
+        """One update from the batch of rollouts in :attr:`rollouts`."""
 
     def _log_prob(self, rollouts: Rollouts, rows: np.ndarray | None = None) -> th.Tensor:
         """Differentiable masked log-probabilities of the sampled actions, in one batched forward.
@@ -138,3 +139,12 @@ class RolloutAlgorithm(SimulatorAlgorithm):
         self.logger.record_mean("train/loss", float(loss.detach()))
         self.logger.record_mean("train/grad_norm", grad_norm)
         self.logger.record("train/n_updates", self._n_updates, exclude="tensorboard")
+
+    def collected_rollouts(self) -> Rollouts:
+        """:return: the batch that :meth:`collect_rollouts` sampled, for :meth:`train`"""
+        if self.rollouts is None:
+            raise RuntimeError(f"{type(self).__name__}.train() needs a batch: call collect_rollouts() (or learn()) first")
+        return self.rollouts
+
+    def _excluded_save_params(self) -> list[str]:
+        return [*super()._excluded_save_params(), "rollouts"]

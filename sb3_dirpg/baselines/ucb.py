@@ -124,6 +124,7 @@ class UCB(IterativeAlgorithm):
         self.mu: np.ndarray | None = None
         self.best_value: float | None = None
         self.cumulative_regret = 0.0
+        self.last_round: Round | None = None  # the round :meth:`collect_rollouts` played, for :meth:`train`
         self._episode_rng: np.random.Generator | None = None
         self._bandit_env: gym.Env | None = None
         super().__init__(
@@ -186,7 +187,7 @@ class UCB(IterativeAlgorithm):
         self._attach_env()
 
     def _excluded_save_params(self) -> list[str]:
-        return [*super()._excluded_save_params(), "_bandit_env"]
+        return [*super()._excluded_save_params(), "_bandit_env", "last_round"]
 
     # -- one round -------------------------------------------------------------------------------------------
 
@@ -218,11 +219,11 @@ class UCB(IterativeAlgorithm):
             )
         return total, np.asarray(info["edge_rewards"], dtype=np.float64)[tree]
 
-    def collect_rollouts(self, callback: BaseCallback) -> Round | None:
-        """Play one round (one interaction) and count it.
+    def collect_rollouts(self, callback: BaseCallback) -> bool:
+        """Play one round (one interaction), count it, and keep it in :attr:`last_round` for :meth:`train`.
 
         :param callback: the training callback
-        :return: the round, or None when the callback asked to stop (no update is made then)
+        :return: False when the callback asked to stop (no update is made then)
         """
         tree = self.choose_tree()
         reward, edge_rewards = self._play(tree, int(self._episode_rng.integers(0, 2**31 - 1)))
@@ -232,15 +233,15 @@ class UCB(IterativeAlgorithm):
         self._update_info_buffer([{"episode": {"r": reward, "l": 1, "t": round(time.time() - self.start_time / 1e9, 6)}}])
         self._episode_num += 1
         callback.update_locals({"tree": tree, "reward": reward, "regret": regret, "edge_rewards": edge_rewards})
-        if not callback.on_step():
-            return None
-        return Round(tree, reward, edge_rewards, regret)
+        self.last_round = Round(tree, reward, edge_rewards, regret)
+        return bool(callback.on_step())
 
-    def train(self, played: Round) -> None:
-        """Update the statistics with a round's feedback (``"full"``: the tree reward split evenly over its edges).
-
-        :param played: the round
-        """
+    def train(self) -> None:
+        """Update the statistics with the feedback of :attr:`last_round` (``"full"``: the tree reward split evenly over
+        its edges)."""
+        played = self.last_round
+        if played is None:
+            raise RuntimeError("UCB.train() needs a round: call collect_rollouts() (or learn()) first")
         edge_rewards = played.edge_rewards
         if self.feedback == "full":
             edge_rewards = np.full(len(played.tree), played.reward / len(played.tree))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 import time
 from abc import abstractmethod
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import BaseCallback
@@ -16,10 +16,12 @@ SelfIterativeAlgorithm = TypeVar("SelfIterativeAlgorithm", bound="IterativeAlgor
 
 
 class IterativeAlgorithm(BaseAlgorithm):
-    """A ``BaseAlgorithm`` whose ``learn`` repeats :meth:`collect_rollouts` then :meth:`train` (SB3's names) until
-    ``total_timesteps`` interactions have been made, and dumps the ``time/`` and ``rollout/`` statistics (plus the
-    subclass's own, :meth:`record_logs`) every ``log_interval`` iterations. Unlike SB3's on-policy loop, the update
-    comes before its iteration's progress update and log dump, so the ``train/`` values are dumped with their iteration.
+    """A ``BaseAlgorithm`` whose ``learn`` repeats :meth:`collect_rollouts` then :meth:`train` until ``total_timesteps``
+    interactions have been made, and dumps the ``time/`` and ``rollout/`` statistics (plus the subclass's own,
+    :meth:`record_logs`) every ``log_interval`` iterations. The two methods have SB3's names and contracts: the
+    collection keeps what the update needs on the model (as SB3's ``rollout_buffer``) and says whether to go on; the
+    update takes no argument. Unlike SB3's on-policy loop, the update comes before its iteration's progress update and
+    log dump, so the ``train/`` values are dumped with their iteration.
     """
 
     def check_can_learn(self) -> None:
@@ -28,19 +30,17 @@ class IterativeAlgorithm(BaseAlgorithm):
             raise ValueError(f"{type(self).__name__}.learn() needs an env: pass one to the constructor or call set_env()")
 
     @abstractmethod
-    def collect_rollouts(self, callback: BaseCallback) -> Any:
-        """Collect what one update needs, calling the callback as the interactions are made.
+    def collect_rollouts(self, callback: BaseCallback) -> bool:
+        """Collect what one update needs and keep it on the model for :meth:`train`, calling the callback as the
+        interactions are made.
 
         :param callback: the training callback
-        :return: what :meth:`train` takes, or None when the callback asked to stop (no update is made then)
+        :return: False when the callback asked to stop (no update is made then)
         """
 
     @abstractmethod
-    def train(self, batch: Any) -> None:
-        """Make one update.
-
-        :param batch: what :meth:`collect_rollouts` returned
-        """
+    def train(self) -> None:
+        """Make one update from what :meth:`collect_rollouts` collected."""
 
     def learn(
         self: SelfIterativeAlgorithm,
@@ -69,10 +69,9 @@ class IterativeAlgorithm(BaseAlgorithm):
         callback.on_training_start(locals(), globals())
         iteration = 0
         while self.num_timesteps < total_timesteps:
-            batch = self.collect_rollouts(callback)
-            if batch is None:
+            if not self.collect_rollouts(callback):
                 break
-            self.train(batch)
+            self.train()
             iteration += 1
             self._update_current_progress_remaining(self.num_timesteps, total_timesteps)
             if log_interval is not None and iteration % log_interval == 0:

@@ -235,7 +235,7 @@ class SimulatorAlgorithm(IterativeAlgorithm):
         :return: the batch simulator and the VecEnv's observation transform
         """
         name = type(self).__name__
-        backend = getattr(self, "simulator_backend", "auto")  # models saved before the option ran on the envs
+        backend = self.simulator_backend
         simulators = vec_env_simulators(venv, name)
         check_sub_envs_alike(simulators, name)
         simulator = make_vec_simulator(simulators, self.heuristic, backend, name)

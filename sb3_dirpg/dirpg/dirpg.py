@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import numbers
 import warnings
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 import numpy as np
 import torch as th
@@ -13,32 +12,21 @@ from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, Schedul
 
 from sb3_dirpg.common.policies import DirPGPolicy
 from sb3_dirpg.common.simulator_algorithm import SimulatorAlgorithm
-from sb3_dirpg.dirpg.lookahead import DrawnBatch, Lookahead
+from sb3_dirpg.dirpg.batch_search import BatchSearch
+from sb3_dirpg.dirpg.lookahead import Lookahead
+from sb3_dirpg.dirpg.settings import SETTING_CHECKS, check_astar_heuristic, check_seeds
 from sb3_dirpg.dirpg.solve import Solution, best_solutions, greedy_trajectories
-from sb3_dirpg.dirpg.update import SearchShare, UpdateSteps, merge_shares, split_share
-from sb3_dirpg.dirpg.workers import (
-    SearchPool,
-    check_parallel_backend,
-    check_worker_payload,
-    make_search_pool,
-    split_batch,
-)
-from sb3_dirpg.search import PRIORITIES, EpisodeSearch, SearchConfig, SearchResult, TopDownSearch
-from sb3_dirpg.search.config import check_flag
+from sb3_dirpg.dirpg.update import SearchShare, UpdateSteps
+from sb3_dirpg.dirpg.workers import SearchPool, check_worker_payload, make_search_pool
+from sb3_dirpg.search import EpisodeSearch, SearchConfig, SearchResult, TopDownSearch
 from sb3_dirpg.search.protocols import Heuristic
 from sb3_dirpg.simulator import strip_monitor
 from sb3_dirpg.simulator.cloners import env_name
 
 SelfDirPG = TypeVar("SelfDirPG", bound="DirPG")
 
-#: DirPG's bool flags (a string such as "false" is refused: it is truthy)
-FLAGS = (
-    "prune", "early_stop", "depth_first", "stop_on_success", "refine_success", "update_per_episode", "strict_heuristic",
-    "compiled_loop",
-)  # fmt: skip
 
-
-class DirPG(SimulatorAlgorithm):
+class DirPG(BatchSearch, SimulatorAlgorithm):
     """Direct Policy Gradients.
 
     For every episode the environment's noise is fixed by a seeded reset. Lazy top-down A* sampling over the
@@ -116,6 +104,8 @@ class DirPG(SimulatorAlgorithm):
     ``alpha > 0`` needs a heuristic) are checked together before the next search, so they can be set in any order.
     """
 
+    SETTING_CHECKS: ClassVar[dict[str, Any]] = {**SimulatorAlgorithm.SETTING_CHECKS, **SETTING_CHECKS}
+
     def __init__(
         self,
         policy: str | type[DirPGPolicy],
@@ -172,6 +162,7 @@ class DirPG(SimulatorAlgorithm):
             )
         self._worker_pool: SearchPool | None = None
         self._lookahead = Lookahead()
+        self.searched_batch: SearchShare | None = None  # what collect_rollouts searched for train (not saved)
         self.n_workers = n_workers
         self.parallel_backend = parallel_backend
         self.epsilon = epsilon
@@ -240,8 +231,7 @@ class DirPG(SimulatorAlgorithm):
             epsilon=self.epsilon, budget=self.search_budget, priority=self.priority, alpha=self.alpha,
             prune=prune, early_stop=self.early_stop, gamma=self.gamma,
             horizon=self.horizon, depth_first=self.depth_first, stop_on_success=self.stop_on_success,
-            refine_success=getattr(self, "refine_success", False), refine_budget=getattr(self, "refine_budget", None),
-            compiled_loop=getattr(self, "compiled_loop", True),
+            refine_success=self.refine_success, refine_budget=self.refine_budget, compiled_loop=self.compiled_loop,
         )  # fmt: skip
         settings.update(overrides)
         return SearchConfig(**settings)
@@ -299,129 +289,29 @@ class DirPG(SimulatorAlgorithm):
             result = self.search(seeds, config=config, rng=rng)
         return best_solutions(greedy, result, seeds)
 
-    def collect_rollouts(self, callback: BaseCallback) -> SearchShare | None:
-        """Search the next batch of episodes, here and in the search workers (or take it from the batches searched ahead,
-        see ``lookahead``), and record its ``a_opt`` episodes in the ``rollout/`` statistics.
+    def collect_rollouts(self, callback: BaseCallback) -> bool:
+        """Search the next batch of episodes into :attr:`searched_batch` (here and in the search workers, or from the
+        batches searched ahead, see ``lookahead`` and :mod:`~sb3_dirpg.dirpg.batch_search`), and record its ``a_opt``
+        episodes in the ``rollout/`` statistics.
 
         :param callback: the training callback
-        :return: the batch's outcomes and update steps, or None when the callback asked to stop
+        :return: False when the callback asked to stop (no update is made then)
         """
         self._start_collection(callback)
-        if self.lookahead <= 1 and not self._lookahead.drawn:
-            drawn = self._draw_batch()
-            seeds = drawn.seeds
-            batch, uncounted = self._search_share(seeds, drawn.rngs, callback)
-            self.num_timesteps += uncounted
-        else:
-            seeds, batch = self._commit_searched_ahead(callback)
+        self.searched_batch = batch = self.search_next_batch(callback)
         if batch is None:
-            return None
-        searched = [ep.seed for ep in batch.episodes]
-        if searched != seeds:  # the update must only ever see the episodes of this batch
-            raise RuntimeError(f"DirPG: the merged batch holds the episodes {searched}, but {seeds} were submitted")
+            return False
         self._check_heuristic(batch.episodes)
         self._log_search(batch.episodes)
         self._end_collection(callback, search=batch.episodes)
-        return batch
+        return True
 
-    def _draw_batch(self) -> DrawnBatch:
-        """:return: the next batch's episode seeds and search noise, drawn from the model's streams"""
-        seeds = self.episode_seeds()
-        return DrawnBatch(seeds, self._search_rng.spawn(len(seeds)))
-
-    def _commit_searched_ahead(self, callback: BaseCallback) -> tuple[list[int], SearchShare | None]:
-        """The oldest drawn batch, searched with the current policy: taken from the batches searched ahead when nothing
-        they depend on changed since (no update, the same search settings), else searched now together with the next
-        ``Lookahead.width`` drawn batches, in lockstep. Its interactions are counted when it is taken, in one call of
-        the callback.
-
-        :param callback: the training callback
-        :return: the batch's seeds, and the batch (None when the callback asked to stop)
-        """
-        ahead = self._lookahead
-        depends_on = (self._n_updates, self.search_config())
-        if not ahead.ready(depends_on):
-            width = ahead.width(max(1, self.lookahead))
-            while len(ahead.drawn) < width:
-                ahead.drawn.append(self._draw_batch())
-            batches = list(ahead.drawn)[:width]
-            seeds = [seed for drawn in batches for seed in drawn.seeds]
-            rngs = [rng for drawn in batches for rng in drawn.fresh_rngs()]
-            share, _ = self._search_share(seeds, rngs, None)
-            assert share is not None  # only a callback stops a search
-            ahead.searched.extend(split_share(share, [len(drawn.seeds) for drawn in batches]))
-            ahead.searched_with = depends_on
-        seeds, batch = ahead.drawn.popleft().seeds, ahead.searched.popleft()
-        if not self._iteration_hook(callback)(sum(ep.interactions for ep in batch.episodes)):
-            return seeds, None
-        return seeds, batch
-
-    def _search_share(
-        self, seeds: list[int], rngs: list[np.random.Generator], callback: BaseCallback | None
-    ) -> tuple[SearchShare | None, int]:
-        """Search episodes, here and in the search workers.
-
-        :param seeds: the episode seeds
-        :param rngs: one search-noise generator per episode
-        :param callback: called once per lockstep iteration of this process's search (counting its interactions), or None
-        :return: the share (None when the callback asked to stop), and the interactions the callback did not count
-        """
-        if self.n_workers > 0:
-            return self._search_with_workers(seeds, rngs, callback)
-        share, stopped = SearchShare.from_search(lambda: self.search(seeds, callback=callback, rng=rngs))
-        uncounted = 0 if callback is not None else sum(ep.interactions for ep in share.episodes)
-        return (None if stopped else share), uncounted
-
-    def _search_with_workers(
-        self, seeds: list[int], rngs: list[np.random.Generator], callback: BaseCallback | None
-    ) -> tuple[SearchShare | None, int]:
-        """Search the first share here and the others in the worker processes, at the same time.
-
-        The pool is (re)started when there is none or one of its processes has exited (a Ctrl-C reaches the workers
-        too). An exception or interrupt while a batch is being searched stops the workers, so that no share of the
-        interrupted batch can be merged later; the next batch starts new ones.
-
-        :param seeds: the batch's episode seeds
-        :param rngs: one generator per episode
-        :param callback: the training callback (called by the search of this process's share), or None
-        :return: the merged batch (None when the callback asked to stop), and the interactions the callback did not count
-        """
-        if self._worker_pool is not None and not self._worker_pool.alive:
-            if self.verbose >= 1:
-                print("DirPG: a search worker process has exited; starting new workers")
-            self.close_workers(wait=False)
-        if self._worker_pool is None:
-            env = strip_monitor(self.env.unwrapped.envs[0])
-            self._worker_pool = make_search_pool(
-                self.parallel_backend, env, self.heuristic, self.policy, self._obs_transform, self.n_workers,
-                getattr(self, "simulator_backend", "auto"),
-            )  # fmt: skip
-        pool = self._worker_pool
-        parts = split_batch(list(zip(seeds, rngs)), self.n_workers + 1)
-        own, others = parts[0], [part for part in parts[1:] if part]
-        try:
-            batch_id = pool.submit(self.policy, [([s for s, _ in p], [r for _, r in p]) for p in others], self.search_config())
-            shares = []
-            stopped = False
-            if own:
-                share, stopped = SearchShare.from_search(
-                    lambda: self.search([s for s, _ in own], callback=callback, rng=[r for _, r in own])
-                )
-                shares.append(share)
-            shares.extend(pool.gather(batch_id, len(others)))
-        except BaseException:  # KeyboardInterrupt included: the workers' shares of this batch must never be merged
-            self.close_workers(wait=False)
-            raise
-        if stopped:
-            return None, 0
-        counted = 1 if own and callback is not None else 0
-        return merge_shares(shares), sum(ep.interactions for share in shares[counted:] for ep in share.episodes)
-
-    def train(self, batch: SearchShare) -> None:
-        """One DirPG update from a batch of searched episodes.
-
-        :param batch: the per-episode outcomes and the steps where ``a_dir`` and ``a_opt`` differ
-        """
+    def train(self) -> None:
+        """One DirPG update from the batch of searched episodes in :attr:`searched_batch`: the per-episode outcomes and
+        the steps where ``a_dir`` and ``a_opt`` differ."""
+        batch = self.searched_batch
+        if batch is None:
+            raise RuntimeError("DirPG.train() needs a searched batch: call collect_rollouts() (or learn()) first")
         steps = batch.steps
         n_episodes = sum(ep.opt_leaf >= 0 for ep in batch.episodes)
         self.logger.record("train/learning_rate", self.lr_schedule(self._current_progress_remaining))
@@ -573,6 +463,24 @@ class DirPG(SimulatorAlgorithm):
         """
         return self._worker_pool
 
+    def start_workers(self) -> SearchPool:
+        """Start the search workers (``n_workers`` processes or Ray actors) unless they run; start new ones when one of
+        their processes has exited (a Ctrl-C reaches the workers too).
+
+        :return: the running pool
+        """
+        if self._worker_pool is not None and not self._worker_pool.alive:
+            if self.verbose >= 1:
+                print("DirPG: a search worker process has exited; starting new workers")
+            self.close_workers(wait=False)
+        if self._worker_pool is None:
+            env = strip_monitor(self.env.unwrapped.envs[0])
+            self._worker_pool = make_search_pool(
+                self.parallel_backend, env, self.heuristic, self.policy, self._obs_transform, self.n_workers,
+                self.simulator_backend,
+            )  # fmt: skip
+        return self._worker_pool
+
     def close_workers(self, wait: bool = True) -> None:
         """Stop the search workers, processes or Ray actors (they start again at the next ``learn``).
 
@@ -583,116 +491,4 @@ class DirPG(SimulatorAlgorithm):
             pool.close(wait=wait)
 
     def _excluded_save_params(self) -> list[str]:
-        return [*super()._excluded_save_params(), "_worker_pool"]
-
-
-def check_seeds(seeds: Any) -> list[int]:
-    """:param seeds: the ``seeds`` argument of :meth:`DirPG.solve`: an integer or a sequence of integers (integral floats
-        such as ``6.0`` are taken; numpy integers too)
-    :return: the seeds, as a list of ints
-    :raises ValueError: for a seed that is not an integer (``5.9`` would silently be the instance of 5)"""
-    many = seeds if isinstance(seeds, (list, tuple, np.ndarray, range)) else [seeds]
-    for seed in many:
-        if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, numbers.Real) or int(seed) != seed:
-            raise ValueError(
-                f"DirPG.solve: seeds must be an integer or a list of integers (each one an instance), got {seed!r} of type "
-                f"{type(seed).__name__} in {seeds!r}"
-            )
-    return [int(seed) for seed in many]
-
-
-def check_astar_heuristic(priority: str, alpha: float, heuristic: Heuristic | None) -> None:
-    """:param priority: the ``priority`` setting
-    :param alpha: the ``alpha`` setting
-    :param heuristic: the ``heuristic`` setting
-    :raises ValueError: when the A* priority weighs a heuristic that is not there"""
-    if priority == "astar" and alpha > 0 and heuristic is None:
-        raise ValueError(
-            f"DirPG: priority='astar' with alpha={alpha} needs a heuristic(env) bound on the return-to-go: pass "
-            "heuristic=... (or set model.heuristic), or alpha=0"
-        )
-
-
-def _real(name: str, convert: type = float) -> Any:
-    """:param name: the setting
-    :return: the check that it is a real number (not a bool or a string), converted"""
-
-    def check(algo: str, value: Any) -> Any:
-        if isinstance(value, bool) or not isinstance(value, numbers.Real):
-            raise ValueError(f"{algo}: {name} must be a real number, got {value!r} of type {type(value).__name__}")
-        return convert(value)
-
-    return check
-
-
-def _check_epsilon(algo: str, value: Any) -> float:
-    value = _real("epsilon")(algo, value)
-    if not np.isfinite(value) or value == 0:
-        raise ValueError(f"{algo}: epsilon must be a finite non-zero number (negative is risk averse), got {value!r}")
-    return value
-
-
-def _check_search_budget(algo: str, value: Any) -> int:
-    _real("search_budget")(algo, value)
-    if int(value) != value or value < 0:
-        raise ValueError(f"{algo}: search_budget must be a positive integer number of interactions, got {value!r}")
-    if value == 0:
-        raise ValueError(
-            f"{algo}: search_budget=0 leaves no interactions to search for a_dir, so a_dir is always a_opt and the "
-            "policy never updates; give a positive budget (e.g. 100)"
-        )
-    return int(value)
-
-
-def _check_refine_budget(algo: str, value: Any) -> int | None:
-    if value is None:
-        return None
-    _real("refine_budget")(algo, value)
-    if int(value) != value or value < 1:
-        raise ValueError(f"{algo}: refine_budget must be a positive integer number of interactions or None, got {value!r}")
-    return int(value)
-
-
-def _check_priority(algo: str, value: Any) -> str:
-    if not isinstance(value, str) or value not in PRIORITIES:
-        raise ValueError(f"{algo}: priority must be one of {PRIORITIES}, got {value!r}")
-    return value
-
-
-def _check_alpha(algo: str, value: Any) -> float:
-    value = _real("alpha")(algo, value)
-    if not 0.0 <= value <= 1.0:
-        raise ValueError(f"{algo}: alpha must lie in [0, 1] (1 is A*, 0 leaves the heuristic out), got {value!r}")
-    return value
-
-
-def _check_lookahead(algo: str, value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
-        raise ValueError(f"{algo}: lookahead must be a positive integer number of batches (1: none), got {value!r}")
-    return int(value)
-
-
-def _check_n_workers(algo: str, value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or int(value) != value or value < 0:
-        raise ValueError(f"{algo}: n_workers must be a non-negative integer number of processes, got {value!r}")
-    return int(value)
-
-
-def _flag(name: str) -> Any:
-    """:param name: the flag
-    :return: its check"""
-    return lambda algo, value: check_flag(name, value, algo)
-
-
-DirPG.SETTING_CHECKS = {
-    **SimulatorAlgorithm.SETTING_CHECKS,
-    "epsilon": _check_epsilon,
-    "search_budget": _check_search_budget,
-    "refine_budget": _check_refine_budget,
-    "priority": _check_priority,
-    "alpha": _check_alpha,
-    "lookahead": _check_lookahead,
-    "n_workers": _check_n_workers,
-    "parallel_backend": lambda algo, value: check_parallel_backend(value),
-    **{name: _flag(name) for name in FLAGS},
-}
+        return [*super()._excluded_save_params(), "_worker_pool", "searched_batch"]

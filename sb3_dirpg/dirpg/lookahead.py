@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import copy
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from sb3_dirpg.dirpg.update import SearchShare
+from sb3_dirpg.dirpg.workers import split_batch
 
 
 @dataclass
@@ -35,6 +37,22 @@ class DrawnBatch:
     def fresh_rngs(self) -> list[np.random.Generator]:
         """:return: copies of the generators in their drawn state"""
         return [copy.deepcopy(rng) for rng in self.rngs]
+
+    def fresh(self) -> DrawnBatch:
+        """:return: the batch with copies of its generators in their drawn state"""
+        return DrawnBatch(list(self.seeds), self.fresh_rngs())
+
+    def split(self, n_parts: int) -> list[DrawnBatch]:
+        """:param n_parts: the number of parts
+        :return: ``n_parts`` contiguous, nearly equal parts, the first ones larger (some empty if the batch is smaller)"""
+        parts = split_batch(range(len(self.seeds)), n_parts)
+        return [DrawnBatch([self.seeds[i] for i in part], [self.rngs[i] for i in part]) for part in parts]
+
+    @staticmethod
+    def joined(batches: Sequence[DrawnBatch]) -> DrawnBatch:
+        """:param batches: drawn batches
+        :return: one batch of their episodes, in order"""
+        return DrawnBatch([s for b in batches for s in b.seeds], [r for b in batches for r in b.rngs])
 
 
 @dataclass

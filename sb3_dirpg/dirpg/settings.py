@@ -1,0 +1,134 @@
+"""DirPG's settings: their checks, by name (run by the constructor, on assignment and after ``load``), and the checks
+of :meth:`~sb3_dirpg.dirpg.DirPG.solve`'s arguments."""
+
+from __future__ import annotations
+
+import numbers
+from typing import Any
+
+import numpy as np
+
+from sb3_dirpg.dirpg.workers import check_parallel_backend
+from sb3_dirpg.search import PRIORITIES
+from sb3_dirpg.search.config import check_flag
+from sb3_dirpg.search.protocols import Heuristic
+
+__all__ = ["FLAGS", "SETTING_CHECKS", "check_astar_heuristic", "check_seeds"]
+
+#: DirPG's bool flags (a string such as "false" is refused: it is truthy)
+FLAGS = (
+    "prune", "early_stop", "depth_first", "stop_on_success", "refine_success", "update_per_episode", "strict_heuristic",
+    "compiled_loop",
+)  # fmt: skip
+
+
+def check_seeds(seeds: Any) -> list[int]:
+    """:param seeds: the ``seeds`` argument of :meth:`DirPG.solve`: an integer or a sequence of integers (integral floats
+        such as ``6.0`` are taken; numpy integers too)
+    :return: the seeds, as a list of ints
+    :raises ValueError: for a seed that is not an integer (``5.9`` would silently be the instance of 5)"""
+    many = seeds if isinstance(seeds, (list, tuple, np.ndarray, range)) else [seeds]
+    for seed in many:
+        if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, numbers.Real) or int(seed) != seed:
+            raise ValueError(
+                f"DirPG.solve: seeds must be an integer or a list of integers (each one an instance), got {seed!r} of type "
+                f"{type(seed).__name__} in {seeds!r}"
+            )
+    return [int(seed) for seed in many]
+
+
+def check_astar_heuristic(priority: str, alpha: float, heuristic: Heuristic | None) -> None:
+    """:param priority: the ``priority`` setting
+    :param alpha: the ``alpha`` setting
+    :param heuristic: the ``heuristic`` setting
+    :raises ValueError: when the A* priority weighs a heuristic that is not there"""
+    if priority == "astar" and alpha > 0 and heuristic is None:
+        raise ValueError(
+            f"DirPG: priority='astar' with alpha={alpha} needs a heuristic(env) bound on the return-to-go: pass "
+            "heuristic=... (or set model.heuristic), or alpha=0"
+        )
+
+
+def _real(name: str, convert: type = float) -> Any:
+    """:param name: the setting
+    :return: the check that it is a real number (not a bool or a string), converted"""
+
+    def check(algo: str, value: Any) -> Any:
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+            raise ValueError(f"{algo}: {name} must be a real number, got {value!r} of type {type(value).__name__}")
+        return convert(value)
+
+    return check
+
+
+def _check_epsilon(algo: str, value: Any) -> float:
+    value = _real("epsilon")(algo, value)
+    if not np.isfinite(value) or value == 0:
+        raise ValueError(f"{algo}: epsilon must be a finite non-zero number (negative is risk averse), got {value!r}")
+    return value
+
+
+def _check_search_budget(algo: str, value: Any) -> int:
+    _real("search_budget")(algo, value)
+    if int(value) != value or value < 0:
+        raise ValueError(f"{algo}: search_budget must be a positive integer number of interactions, got {value!r}")
+    if value == 0:
+        raise ValueError(
+            f"{algo}: search_budget=0 leaves no interactions to search for a_dir, so a_dir is always a_opt and the "
+            "policy never updates; give a positive budget (e.g. 100)"
+        )
+    return int(value)
+
+
+def _check_refine_budget(algo: str, value: Any) -> int | None:
+    if value is None:
+        return None
+    _real("refine_budget")(algo, value)
+    if int(value) != value or value < 1:
+        raise ValueError(f"{algo}: refine_budget must be a positive integer number of interactions or None, got {value!r}")
+    return int(value)
+
+
+def _check_priority(algo: str, value: Any) -> str:
+    if not isinstance(value, str) or value not in PRIORITIES:
+        raise ValueError(f"{algo}: priority must be one of {PRIORITIES}, got {value!r}")
+    return value
+
+
+def _check_alpha(algo: str, value: Any) -> float:
+    value = _real("alpha")(algo, value)
+    if not 0.0 <= value <= 1.0:
+        raise ValueError(f"{algo}: alpha must lie in [0, 1] (1 is A*, 0 leaves the heuristic out), got {value!r}")
+    return value
+
+
+def _check_lookahead(algo: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+        raise ValueError(f"{algo}: lookahead must be a positive integer number of batches (1: none), got {value!r}")
+    return int(value)
+
+
+def _check_n_workers(algo: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or int(value) != value or value < 0:
+        raise ValueError(f"{algo}: n_workers must be a non-negative integer number of processes, got {value!r}")
+    return int(value)
+
+
+def _flag(name: str) -> Any:
+    """:param name: the flag
+    :return: its check"""
+    return lambda algo, value: check_flag(name, value, algo)
+
+
+#: DirPG's own settings and their checks (on top of :class:`~sb3_dirpg.common.simulator_algorithm.SimulatorAlgorithm`'s)
+SETTING_CHECKS: dict[str, Any] = {
+    "epsilon": _check_epsilon,
+    "search_budget": _check_search_budget,
+    "refine_budget": _check_refine_budget,
+    "priority": _check_priority,
+    "alpha": _check_alpha,
+    "lookahead": _check_lookahead,
+    "n_workers": _check_n_workers,
+    "parallel_backend": lambda algo, value: check_parallel_backend(value),
+    **{name: _flag(name) for name in FLAGS},
+}
