@@ -603,7 +603,7 @@ def test_ways_through_a_first_cell() -> None:
         for seed in range(10):
             env.reset(seed=seed)
             base = env.unwrapped
-            entry = bound._layout(env)
+            entry = bound.layout(env)
             ax, ay = int(base.agent_pos[0]), int(base.agent_pos[1])
             direct = min(max(bound._distance(entry, ax, ay, x, y) - slack, 0) for x, y, slack in success_targets(base))
             longer.append(bound.steps_to_success(env) > direct)

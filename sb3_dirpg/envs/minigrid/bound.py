@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import weakref
-from typing import Any
+from typing import Any, NamedTuple, Self
 
 import gymnasium as gym
 
@@ -39,9 +39,25 @@ def shaped_reward_values(env: gym.Env) -> tuple[float, float, float]:
     raise ValueError(f"no MiniGridShapedReward in the wrapper chain of {env}")
 
 
+class RoomLayout(NamedTuple):
+    """What :class:`MultiRoomBound` reads of an episode's grid once: nothing there moves.
+
+    :param base: the unwrapped env
+    :param grid: its grid (a new one each episode)
+    :param doors: on MultiRoom, the doors as ``(x, y, index in the grid's cell list)``, else None (the grid is scanned)
+    :param goal: on MultiRoom, the goal cell, else ``(-1, -1)``
+    """
+
+    base: Any
+    grid: Any
+    doors: tuple[tuple[int, int, int], ...] | None
+    goal: tuple[int, int]
+
+
 class ShapedRewardBound:
-    """What the MiniGrid bounds share: the discount, the reward values of :class:`MiniGridShapedReward`, and a cache
-    per env chain that copies and pickles leave out (it holds weak references, and a copy starts with none).
+    """What the MiniGrid bounds share: the discount, the reward values of :class:`MiniGridShapedReward`, :meth:`for_env`,
+    and a cache of each env chain's layout (:meth:`layout`) that copies and pickles leave out (it holds weak
+    references, and a copy starts with none).
 
     :param gamma: discount in (0, 1]
     :param door_reward: the wrapper's ``door_reward``
@@ -65,6 +81,49 @@ class ShapedRewardBound:
         self.goal_reward = float(goal_reward)
         self.pickup_reward = float(pickup_reward)
         self._layouts: weakref.WeakKeyDictionary[gym.Env, Any] = weakref.WeakKeyDictionary()
+
+    @classmethod
+    def for_env(cls, env: gym.Env, gamma: float = 1.0, **options: Any) -> Self:
+        """Bound with the reward values of the wrappers found in ``env``'s chain (:meth:`env_rewards`).
+
+        :param env: a wrapped MiniGrid env
+        :param gamma: discount in (0, 1]
+        :param options: the bound's own settings (:class:`MultiRoomBound`'s ``step_limit``,
+            :class:`~sb3_dirpg.envs.minigrid.MiniGridBound`'s ``count_key_actions``); None keeps what the env says
+        :return: the bound
+        """
+        return cls(gamma, **{**cls.env_rewards(env), **{key: value for key, value in options.items() if value is not None}})
+
+    @classmethod
+    def env_rewards(cls, env: gym.Env) -> dict[str, Any]:
+        """:param env: a wrapped MiniGrid env
+        :return: the settings of the bound that the env's wrappers fix: :class:`MiniGridShapedReward`'s reward values"""
+        door_reward, goal_reward, pickup_reward = shaped_reward_values(env)
+        return dict(door_reward=door_reward, goal_reward=goal_reward, pickup_reward=pickup_reward)
+
+    def layout(self, env: gym.Env) -> Any:
+        """The layout of an env chain's current grid (:meth:`new_layout`), found once per grid (per episode) and
+        remembered per chain, since ``env.unwrapped`` walks the chain at every call.
+
+        :param env: an env chain
+        :return: the layout, a named record whose first fields are ``base`` (the unwrapped env) and ``grid``
+        """
+        try:
+            layout = self._layouts.get(env)
+        except TypeError:  # an unhashable env class: nothing remembered
+            layout = None
+        base = env.unwrapped if layout is None else layout.base
+        if layout is not None and layout.grid is base.grid:
+            return layout
+        layout = self.new_layout(base)
+        with contextlib.suppress(TypeError):
+            self._layouts[env] = layout
+        return layout
+
+    def new_layout(self, base: gym.Env) -> Any:
+        """:param base: an unwrapped MiniGrid env after reset
+        :return: what the bound reads of its grid once"""
+        raise NotImplementedError
 
     def __getstate__(self) -> dict[str, Any]:
         """:return: the settings, without the cache"""
@@ -127,34 +186,10 @@ class MultiRoomBound(ShapedRewardBound):
     ) -> None:
         super().__init__(gamma, door_reward, goal_reward, pickup_reward)
         self.step_limit = bool(step_limit)
-        # the cache holds, per env chain: its unwrapped env, that env's grid, and on MultiRoom its door cells and goal
 
-    @classmethod
-    def for_env(cls, env: gym.Env, gamma: float = 1.0, step_limit: bool = False) -> MultiRoomBound:
-        """Bound with the reward values of the :class:`MiniGridShapedReward` found in ``env``'s wrapper chain.
-
-        :param env: a wrapped MiniGrid env
-        :param gamma: discount in (0, 1]
-        :param step_limit: see the class docstring
-        :return: the bound
-        """
-        return cls(gamma, *shaped_reward_values(env), step_limit)
-
-    def _find_layout(self, env: gym.Env) -> tuple[gym.Env, tuple[tuple[int, int, int], ...] | None, tuple[int, int]]:
-        """The unwrapped env of a chain and, for MultiRoom, its doors' and goal's cells, found once per grid (per episode):
-        they never move. Remembered per chain, since ``env.unwrapped`` walks the chain at every call.
-
-        :param env: an env chain
-        :return: the unwrapped env; for MultiRoom, its doors as ``(x, y, index in the grid's cell list)`` and its goal
-            cell ``(x, y)``, else None and ``(-1, -1)``
-        """
-        try:
-            entry = self._layouts.get(env)
-        except TypeError:  # an unhashable env class: nothing remembered
-            entry = None
-        base = env.unwrapped if entry is None else entry[0]
-        if entry is not None and entry[1] is base.grid:
-            return base, entry[2], entry[3]
+    def new_layout(self, base: gym.Env) -> RoomLayout:
+        """:param base: an unwrapped MiniGrid env after reset
+        :return: its grid and, on MultiRoom, its doors' and goal's cells (from the room list: a few look-ups)"""
         grid = base.grid
         doors, goal = None, (-1, -1)
         if _MULTIROOM is not None and isinstance(base, _MULTIROOM):
@@ -162,9 +197,7 @@ class MultiRoomBound(ShapedRewardBound):
             positions = [(int(room.entryDoorPos[0]), int(room.entryDoorPos[1])) for room in base.rooms[1:]]
             doors = tuple((x, y, y * width + x) for x, y in positions)
             goal = (int(base.goal_pos[0]), int(base.goal_pos[1]))
-        with contextlib.suppress(TypeError):
-            self._layouts[env] = (base, grid, doors, goal)
-        return base, doors, goal
+        return RoomLayout(base, grid, doors, goal)
 
     def _scan(self, base: gym.Env) -> tuple[list[tuple[int, int, bool]], list[tuple[int, int]], list[tuple[int, int]]]:
         """Find doors, goals and pickable objects by scanning the grid (any MiniGrid env).
@@ -197,7 +230,7 @@ class MultiRoomBound(ShapedRewardBound):
         :return: the door cells ``(x, y)``, the goal cells, and whether the bound looks for pickable objects (it does
             not on MultiRoom, where the layout comes from the room list)
         """
-        base, door_cells, goal = self._find_layout(env)
+        base, _, door_cells, goal = self.layout(env)
         if door_cells is not None:
             return [(x, y) for x, y, _ in door_cells], [goal], False
         doors, goals, _ = self._scan(base)
@@ -206,7 +239,7 @@ class MultiRoomBound(ShapedRewardBound):
     def __call__(self, env: gym.Env) -> tuple[float, float]:
         """:param env: a MiniGrid env (possibly wrapped) in the state to bound
         :return: ``(lower, upper)`` bounds on the discounted return-to-go"""
-        base, door_cells, goal = self._find_layout(env)
+        base, _, door_cells, goal = self.layout(env)
         steps_left = base.max_steps - base.step_count
         if steps_left <= 0:
             return 0.0, 0.0

@@ -24,7 +24,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-EMPTY, WALL, DOOR, KEY, BALL, BOX, GOAL, LAVA = 1, 2, 4, 5, 6, 7, 8, 9  # MiniGrid's OBJECT_TO_IDX
+EMPTY, WALL, FLOOR, DOOR, KEY, BALL, BOX, GOAL, LAVA = 1, 2, 3, 4, 5, 6, 7, 8, 9  # MiniGrid's OBJECT_TO_IDX
 OPEN, CLOSED, LOCKED = 0, 1, 2  # a door's state
 GREY = 5  # the colour of the wall MiniGrid shows outside the grid
 LEFT, RIGHT, FORWARD, PICKUP, DROP, TOGGLE = 0, 1, 2, 3, 4, 5
@@ -341,7 +341,7 @@ def step_states(batch: Batch, store: Store, rules: Rules, episodes: Episodes, bo
         elif action == RIGHT:
             direction = (direction + 1) % 4
         elif action == FORWARD and inside:
-            if kind == EMPTY or kind == GOAL or kind == LAVA or kind == 3 or (is_door and state == OPEN):  # 3: floor
+            if kind == EMPTY or kind == GOAL or kind == LAVA or kind == FLOOR or (is_door and state == OPEN):
                 x, y = fx, fy
             if kind == GOAL:
                 terminated = True

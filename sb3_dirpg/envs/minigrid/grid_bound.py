@@ -3,14 +3,13 @@ episode's success happens (a goal, the object to fetch, the door to open or to s
 
 from __future__ import annotations
 
-import contextlib
 from collections import deque
-from typing import Any
+from typing import Any, NamedTuple
 
 import gymnasium as gym
 import numpy as np
 
-from sb3_dirpg.envs.minigrid.bound import ShapedRewardBound, shaped_reward_values
+from sb3_dirpg.envs.minigrid.bound import ShapedRewardBound
 from sb3_dirpg.envs.minigrid.wrappers import DEFAULT_DOOR_REWARD, DEFAULT_GOAL_REWARD, DEFAULT_PICKUP_REWARD
 
 UNREACHABLE = np.iinfo(np.int32).max
@@ -107,6 +106,21 @@ def distance_field(passable: np.ndarray, x: int, y: int) -> np.ndarray:
     return dist
 
 
+class GridLayout(NamedTuple):
+    """What :class:`MiniGridBound` reads of an episode's grid once, and the distance fields it finds on it.
+
+    :param base: the unwrapped env
+    :param grid: its grid (a new one each episode)
+    :param passable: the cells a way may cross (not a wall, not lava), bool, shape (height, width)
+    :param fields: the distance fields found so far, by target cell and the locked doors treated as walls
+    """
+
+    base: Any
+    grid: Any
+    passable: np.ndarray
+    fields: dict[tuple[int, int, tuple[int, ...]], np.ndarray]
+
+
 class MiniGridBound(ShapedRewardBound):
     """``(lower, upper)`` bounds on the discounted return-to-go under :class:`~sb3_dirpg.envs.MiniGridShapedReward`
     for MiniGrid grids in general.
@@ -156,37 +170,16 @@ class MiniGridBound(ShapedRewardBound):
         super().__init__(gamma, door_reward, goal_reward, pickup_reward)
         self.count_key_actions = bool(count_key_actions)
 
-    @classmethod
-    def for_env(cls, env: gym.Env, gamma: float = 1.0, count_key_actions: bool = False) -> MiniGridBound:
-        """Bound with the reward values of the :class:`MiniGridShapedReward` found in ``env``'s wrapper chain.
-
-        :param env: a wrapped MiniGrid env
-        :param gamma: discount in (0, 1]
-        :param count_key_actions: see the class docstring
-        :return: the bound
-        """
-        return cls(gamma, *shaped_reward_values(env), count_key_actions=count_key_actions)
-
-    def _layout(self, env: gym.Env) -> list[Any]:
-        """:param env: an env chain
-        :return: ``[base, grid, passable, fields]`` for the env's current grid (new at each episode)"""
-        try:
-            entry = self._layouts.get(env)
-        except TypeError:  # an unhashable env class: nothing remembered
-            entry = None
-        base = env.unwrapped if entry is None else entry[0]
-        if entry is not None and entry[1] is base.grid:
-            return entry
+    def new_layout(self, base: gym.Env) -> GridLayout:
+        """:param base: an unwrapped MiniGrid env after reset
+        :return: its grid's cells that block a way, and an empty cache of distance fields"""
         grid = base.grid
         blocked = [cell is not None and cell.type in ("wall", "lava") for cell in grid.grid]
         passable = ~np.array(blocked, dtype=bool).reshape(grid.height, grid.width)
-        entry = [base, grid, passable, {}]
-        with contextlib.suppress(TypeError):
-            self._layouts[env] = entry
-        return entry
+        return GridLayout(base, grid, passable, {})
 
     @staticmethod
-    def _distance(entry: list[Any], ax: int, ay: int, x: int, y: int, locked: tuple[int, ...] = ()) -> int:
+    def _distance(entry: GridLayout, ax: int, ay: int, x: int, y: int, locked: tuple[int, ...] = ()) -> int:
         """:param entry: the grid's layout
         :param ax: the start's column
         :param ay: the start's row
@@ -194,17 +187,17 @@ class MiniGridBound(ShapedRewardBound):
         :param y: the target's row
         :param locked: grid indices of cells to treat as walls (locked doors)
         :return: the path length from ``(ax, ay)`` to ``(x, y)`` (each field is found once per grid and wall set)"""
-        fields = entry[3]
+        fields = entry.fields
         field = fields.get((x, y, locked))
         if field is None:
-            passable = entry[2]
+            passable = entry.passable
             if locked:
                 passable = passable.copy()
                 passable.flat[list(locked)] = False
             field = fields[(x, y, locked)] = distance_field(passable, x, y)
         return int(field[ay, ax])
 
-    def _target_distance(self, entry: list[Any], ax: int, ay: int, x: int, y: int) -> int:
+    def _target_distance(self, entry: GridLayout, ax: int, ay: int, x: int, y: int) -> int:
         """Path length from the agent to a success target, through a key where a locked door is in the way.
 
         When the target is a locked door, or no way to it avoids the locked doors, and the agent carries no key (nor
@@ -220,7 +213,7 @@ class MiniGridBound(ShapedRewardBound):
         :return: the path length, or :data:`UNREACHABLE`
         """
         plain = self._distance(entry, ax, ay, x, y)
-        base, cells, width = entry[0], entry[1].grid, entry[1].width
+        base, cells, width = entry.base, entry.grid.grid, entry.grid.width
         carrying = None if base.carrying is None else base.carrying.type
         if plain == UNREACHABLE or (carrying in ("key", "box") and not self.count_key_actions):
             return plain
@@ -268,8 +261,8 @@ class MiniGridBound(ShapedRewardBound):
         """
         from minigrid.envs import PutNearEnv, RedBlueDoorEnv
 
-        entry = self._layout(env)
-        base = entry[0]
+        entry = self.layout(env)
+        base = entry.base
         targets = success_targets(base)
         if targets is None:
             return None
@@ -306,8 +299,8 @@ class MiniGridBound(ShapedRewardBound):
     def __call__(self, env: gym.Env) -> tuple[float, float]:
         """:param env: a MiniGrid env (possibly wrapped) in the state to bound
         :return: ``(lower, upper)`` bounds on the discounted return-to-go"""
-        entry = self._layout(env)
-        base = entry[0]
+        entry = self.layout(env)
+        base = entry.base
         if base.max_steps - base.step_count <= 0:
             return 0.0, 0.0
         ax, ay = int(base.agent_pos[0]), int(base.agent_pos[1])

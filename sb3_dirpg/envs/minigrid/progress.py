@@ -111,21 +111,17 @@ class MiniGridProgressBound(MiniGridBound):
         self.progress_reward = float(progress_reward)
 
     @classmethod
-    def for_env(cls, env: gym.Env, gamma: float = 1.0, count_key_actions: bool | None = None) -> MiniGridProgressBound:
-        """Bound with the reward values of the wrappers found in ``env``'s chain.
-
-        :param env: a wrapped MiniGrid env
-        :param gamma: discount in (0, 1]
-        :param count_key_actions: as the progress wrapper when None
-        :return: the bound
-        """
+    def env_rewards(cls, env: gym.Env) -> dict[str, Any]:
+        """:param env: a wrapped MiniGrid env
+        :return: the reward values of its :class:`MiniGridShapedReward` and its :class:`MiniGridProgressReward`, and the
+            progress wrapper's ``count_key_actions`` (which :meth:`for_env` takes unless given another)"""
         wrapper = env
         while isinstance(wrapper, gym.Wrapper) and not isinstance(wrapper, MiniGridProgressReward):
             wrapper = wrapper.env
         if not isinstance(wrapper, MiniGridProgressReward):
             raise ValueError(f"no MiniGridProgressReward in the wrapper chain of {env}")
-        count = wrapper.count_key_actions if count_key_actions is None else count_key_actions
-        return cls(gamma, *shaped_reward_values(env), progress_reward=wrapper.progress_reward, count_key_actions=count)
+        progress = dict(progress_reward=wrapper.progress_reward, count_key_actions=wrapper.count_key_actions)
+        return {**super().env_rewards(env), **progress}
 
     def _add_terms(self, base: Any, steps: int | None, lower: float, upper: float) -> tuple[float, float]:
         """:param base: the unwrapped MiniGrid env
