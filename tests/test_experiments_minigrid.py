@@ -1,4 +1,4 @@
-"""Smoke tests of the MiniGrid experiment modules: the paper's figure 3 (``multiroom --figure``), the control variate and
+"""Smoke tests of the MiniGrid experiment modules: the paper's figure 3 (``multiroom_figure``), the control variate and
 DirPG against PPO (tiny settings; the real figures come from running the modules)."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from sb3_dirpg.experiments import control_variate, multiroom, vs_ppo
+from sb3_dirpg.experiments import control_variate, multiroom_figure, vs_ppo
 
 pytestmark = pytest.mark.integration
 
@@ -29,11 +29,11 @@ def _check_outputs(out: Path, name: str) -> dict:
 
 
 def test_multiroom_figure_runs(tmp_path: Path) -> None:
-    argv = ["--figure", "--out", str(tmp_path), "--env-id", TINY_ENV, "--interactions", "300", "--seeds", "0", "1",
+    argv = ["--out", str(tmp_path), "--env-id", TINY_ENV, "--interactions", "300", "--seeds", "0", "1",
             "--alphas", "0", "1", "--horizon", "10", "--search-budget", "40", "--n-rollouts", "3", "--eval-maps", "1",
             "--hist-maps", "1", "--bins", "2", "--d-alpha", "1", "--hist-env", TINY_ENV, "--hist-horizon", "10",
             "--hist-budget", "40"]  # fmt: skip
-    multiroom.main(argv)
+    multiroom_figure.main(argv)
     data = _check_outputs(tmp_path, "minigrid")
     assert {"settings", "x_interactions", "curves", "summary", "quality_vs_quantity", "d_method"} <= set(data)
     methods = {"dirpg-0", "dirpg-1", "reinforce-trajectory", "reinforce-action", "cem"}

@@ -12,7 +12,7 @@ checkpoint: the training search itself (ε = 1, full budget, no early stop), the
 the first improvement, appendix C), and a smaller ε (``--small-epsilon``, default 0.1), since the paper argues that
 the term helps when ``a_dir`` and ``a_opt`` are similar (small ε).
 
-Default (a few minutes): MultiRoom-N2-S4, the quick settings of ``python -m sb3_dirpg.experiments.multiroom --figure`` (40-step
+Default (a few minutes): MultiRoom-N2-S4, the quick settings of ``python -m sb3_dirpg.experiments.multiroom_figure`` (40-step
 trajectories, 360 interactions of search per map, 2 maps per update), 60k training interactions, 4 checkpoints (0, 20k,
 40k, 60k), 32 maps per checkpoint, 2 seeds. ``--full``: MultiRoom-N6 with the paper's 100 + 2900 interactions per
 map, one map per update, 3M training interactions, 16 checkpoints, 200 maps, 3 seeds.
@@ -36,7 +36,8 @@ from sb3_dirpg.experiments.common import (
     scaled_settings,
     setup_run,
 )
-from sb3_dirpg.experiments.multiroom import figure_common, figure_method, make_model
+from sb3_dirpg.experiments.multiroom_figure import figure_common, figure_method
+from sb3_dirpg.experiments.multiroom_setup import make_model
 from sb3_dirpg.search import SearchResult
 
 

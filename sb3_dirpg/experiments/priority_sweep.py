@@ -110,7 +110,9 @@ def frozen_search(runs_dir: Path, method: str, seed: int, n_maps: int, budget: i
         trajectories, with their standard errors
     """
     from sb3_dirpg import DirPG
-    from sb3_dirpg.experiments.multiroom import ENV_ID, FROZEN_AT, MAX_STEPS, METHODS, make_model, quality_vs_quantity
+    from sb3_dirpg.experiments.multiroom import FROZEN_AT, METHODS
+    from sb3_dirpg.experiments.multiroom_figure import quality_vs_quantity
+    from sb3_dirpg.experiments.multiroom_setup import ENV_ID, MAX_STEPS, make_model
 
     path = runs_dir / f"{method}-s{seed}" / f"model_{FROZEN_AT}.zip"
     if not path.exists():

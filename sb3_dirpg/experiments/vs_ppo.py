@@ -16,7 +16,7 @@ the best success rate reached.
   interactions per map (``a_opt`` plus ``9·horizon`` of search), 2 maps per update.
 
 Evaluation runs each env with its own step limit (``max_steps``) and the seeds ``HELD_OUT_SEED + i``
-(:data:`sb3_dirpg.experiments.multiroom.HELD_OUT_SEED`); success is reaching the goal, as in that module.
+(:data:`sb3_dirpg.experiments.multiroom_setup.HELD_OUT_SEED`); success is reaching the goal, as in that module.
 
 Default (about 10 minutes): MultiRoom-N2-S4, MultiRoom-N4-S5 and DoorKey-5x5, 48k interactions per run, 2 seeds,
 evaluation every 8k interactions on 20 maps. ``--full``: 2M interactions, 5 seeds, every 50k on 100 maps.
@@ -48,15 +48,8 @@ from sb3_dirpg.experiments.common import (
     scaled_settings,
     setup_run,
 )
-from sb3_dirpg.experiments.multiroom import (
-    HELD_OUT_SEED,
-    figure_common,
-    figure_method,
-    greedy_actions,
-    greedy_eval,
-    make_env,
-    make_model,
-)
+from sb3_dirpg.experiments.multiroom_figure import figure_common, figure_method
+from sb3_dirpg.experiments.multiroom_setup import HELD_OUT_SEED, greedy_actions, greedy_eval, make_env, make_model
 from sb3_dirpg.integrations.ppo import check_normalized_storage
 
 ENVS = ("MiniGrid-MultiRoom-N2-S4-v0", "MiniGrid-MultiRoom-N4-S5-v0", "MiniGrid-DoorKey-5x5-v0")
