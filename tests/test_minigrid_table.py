@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,6 +15,7 @@ from sb3_dirpg.envs import MissionObs, make_minigrid_env
 from sb3_dirpg.envs.minigrid.wrappers import encode_mission
 from sb3_dirpg.experiments import minigrid_table as table
 from sb3_dirpg.experiments.held_out import HeldOutEvaluation, build_env, evaluate_held_out
+from sb3_dirpg.experiments.minigrid_table import runner
 
 # the budgets rl-zoo3 ships for PPO (its hyperparams/ppo.yml), and the table's rule: at least 1M, at most 3M
 ZOO = {
@@ -50,27 +52,27 @@ def test_commands() -> None:
     """PPO trains with rl-zoo3's own script and file; ppo_shaped adds DirPG's reward (inside rl-zoo3's observation
     wrapper) and step limit; ours go through the bridge; a resume continues from the checkpoint."""
     cell = table.Cell("MiniGrid-DoorKey-5x5-v0", "ppo", 0, 1_000_000)
-    cmd = table.command(cell, table.Path("/runs"))
+    cmd = table.command(cell, Path("/runs"))
     assert cmd[1:3] == ["-m", "rl_zoo3.train"] and "--conf-file" not in cmd and "--trained-agent" not in cmd
     assert cmd[cmd.index("-n") + 1] == "1000000"
     assert any(part.startswith("callback:") and "HeldOutEvaluation" in part for part in cmd)
-    shaped = table.command(table.Cell("MiniGrid-DoorKey-5x5-v0", "ppo_shaped", 1, 1_000_000), table.Path("/runs"))
+    shaped = table.command(table.Cell("MiniGrid-DoorKey-5x5-v0", "ppo_shaped", 1, 1_000_000), Path("/runs"))
     wrappers = eval(next(p for p in shaped if p.startswith("env_wrapper:")).split(":", 1)[1])
     assert wrappers == ["sb3_dirpg.envs.MiniGridShapedReward", "minigrid.wrappers.FlatObsWrapper", table.FLOAT32_CAST]
     assert shaped[shaped.index("--env-kwargs") + 1] == "max_steps:40"  # DoorKey's DirPG entry (issue 44)
-    progress = table.command(table.Cell("MiniGrid-Unlock-v0", "ppo_shaped", 0, 1_000_000), table.Path("/runs"))
+    progress = table.command(table.Cell("MiniGrid-Unlock-v0", "ppo_shaped", 0, 1_000_000), Path("/runs"))
     wrappers = eval(next(p for p in progress if p.startswith("env_wrapper:")).split(":", 1)[1])
     assert [w if isinstance(w, str) else next(iter(w)) for w in wrappers] == [
         "sb3_dirpg.envs.MiniGridShapedReward", "sb3_dirpg.envs.MiniGridProgressReward", "minigrid.wrappers.FlatObsWrapper",
         "gymnasium.wrappers.DtypeObservation"]
-    same = table.command(table.Cell("MiniGrid-Fetch-5x5-N2-v0", "ppo_same", 0, 3_000_000), table.Path("/runs"))
+    same = table.command(table.Cell("MiniGrid-Fetch-5x5-N2-v0", "ppo_same", 0, 3_000_000), Path("/runs"))
     settings = {p.split(":", 1)[0]: eval(p.split(":", 1)[1]) for p in same if p.split(":", 1)[0] in table.SAME_KEYS}
     assert settings["policy"] == "MultiInputPolicy" and "mission_gates=2" in settings["policy_kwargs"]
     assert eval(settings["policy_kwargs"])["features_extractor_class"] is MiniGridCNN  # as rl-zoo3 evaluates it
     assert settings["env_wrapper"] == table.entry("MiniGrid-Fetch-5x5-N2-v0", "dirpg")["env_wrapper"]
     max_steps = table.entry("MiniGrid-Fetch-5x5-N2-v0", "dirpg")["env_kwargs"]["max_steps"]
     assert same[same.index("--env-kwargs") + 1] == f"max_steps:{max_steps}"
-    ours = table.command(table.Cell("MiniGrid-Fetch-5x5-N2-v0", "dirpg", 2, 3_000_000), table.Path("/runs"), offset=150_000)
+    ours = table.command(table.Cell("MiniGrid-Fetch-5x5-N2-v0", "dirpg", 2, 3_000_000), Path("/runs"), offset=150_000)
     assert ours[1:5] == ["-m", "sb3_dirpg.integrations.zoo", "train", "--algo"]
     assert ours[ours.index("-n") + 1] == "2850000"
     assert ours[ours.index("--trained-agent") + 1] == "/runs/MiniGrid-Fetch-5x5-N2-v0/dirpg-s2/model.zip"
@@ -239,7 +241,7 @@ def test_a_cell_that_stopped_early_holds_its_last_evaluation_to_the_budget(tmp_p
     assert row["at_end"] == pytest.approx(0.98) and "1 stopped early" in table.markdown_table(
         table.summarize(tmp_path, ["MiniGrid-DoorKey-5x5-v0"], ["ppo"]))
     assert table.progress(table.Cell("MiniGrid-DoorKey-5x5-v0", "ppo", 0, 1_000_000), tmp_path) == 1_000_000
-    table._keep_unresumable_record(folder)  # finished without a checkpoint by design: nothing to keep aside
+    runner._keep_unresumable_record(folder)  # finished without a checkpoint by design: nothing to keep aside
     assert not (folder / table.KEPT_RECORD).exists()
 
 
@@ -377,7 +379,7 @@ def test_a_rerun_from_scratch_never_shrinks_the_table(tmp_path, monkeypatch) -> 
         folder.joinpath("model.zip").write_bytes(b"")
         return subprocess.CompletedProcess(cmd, 0)
 
-    monkeypatch.setattr(table.subprocess, "run", rerun)
+    monkeypatch.setattr(subprocess, "run", rerun)
 
     def reported() -> tuple[int, float]:
         curve = table.summarize(runs, [env_id], ["ppo"])[env_id]["methods"]["ppo"]["curves"][0]
