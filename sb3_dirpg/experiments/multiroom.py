@@ -36,12 +36,7 @@ from typing import Any
 import numpy as np
 import torch as th
 
-from sb3_dirpg.experiments.common import (
-    default_out,
-    mean_and_spread,
-    plot_band,
-    write_json,
-)  # fmt: skip
+from sb3_dirpg.experiments.common import default_out, mean_and_spread, plot_band, write_json
 from sb3_dirpg.experiments.multiroom_setup import (
     ALGORITHMS,
     COMMON,

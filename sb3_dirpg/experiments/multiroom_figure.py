@@ -38,14 +38,7 @@ from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.vec_env import DummyVecEnv
 
 from sb3_dirpg import DirPG
-from sb3_dirpg.experiments.common import (
-    default_out,
-    mean_and_spread,
-    plot_band,
-    save_results,
-    scaled_settings,
-    setup_run,
-)  # fmt: skip
+from sb3_dirpg.experiments.common import default_out, mean_and_spread, plot_band, save_results, scaled_settings, setup_run
 from sb3_dirpg.experiments.multiroom_setup import (
     HELD_OUT_SEED,
     EpisodeRecorder,
