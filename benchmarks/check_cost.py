@@ -1,7 +1,7 @@
 """What the misuse checks of issue 23 cost, with one torch thread, in alternating rounds with and without the checks:
 
 * ``overhead``, ``micro``, ``n6-rows``: ``VecSimulator.step`` alone (each row restores, steps, snapshots and calls the
-  heuristic), with the per-step code as it is and as it was before the checks, on a nearly free env, on CartPole and
+  heuristic), with its input checks on and off (``VecSimulator.input_checks``), on a nearly free env, on CartPole and
   on MultiRoom-N6 with the shipped ``MultiRoomBound``;
 * ``n6``, ``n6-env``, ``cartpole``: ``DirPG.learn`` for a fixed number of interactions on fresh seeded models (the N6
   entry of ``zoo_hyperparams/dirpg.yml`` on the compiled simulator and on the env, CartPole with DirPG's defaults), and
@@ -37,87 +37,9 @@ from sb3_dirpg.simulator.wrapper import SimulatorWrapper
 N6 = "MiniGrid-MultiRoom-N6-v0"
 
 
-# -- the per-step code without the checks (as before issue 23) ------------------------------------------------------
+# -- the per-step checks off: VecSimulator's public switch (the wrapper's own per-step checks end with its first-use probe)
 
-
-def step_unchecked(self: SimulatorWrapper, action: Any) -> Any:
-    """``SimulatorWrapper.step`` before the checks."""
-    result = self.env.step(action)
-    self._done = bool(result[2] or result[3])
-    self._chain_cloner.after_step(action)
-    return result
-
-
-def reset_unchecked(self: SimulatorWrapper, *, seed: int | None = None, options: dict | None = None) -> Any:
-    """``SimulatorWrapper.reset`` before the checks."""
-    seed = self._chain_cloner.before_reset(self.env, seed, options)
-    result = self.env.reset(seed=seed, options=options)
-    self._has_reset = True
-    self._done = False
-    return result
-
-
-def restore_unchecked(self: SimulatorWrapper, snapshot: Any) -> None:
-    """``SimulatorWrapper.restore`` before the checks."""
-    if snapshot._owner is not self._token:
-        raise ValueError("another wrapper's snapshot")
-    self._chain_cloner.restore(self.env, snapshot._state)
-    self._done = snapshot._done
-
-
-def vec_reset_unchecked(self: VecSimulator, seeds: Any) -> Any:
-    """``VecSimulator.reset`` before the checks."""
-    rows = []
-    n_sims = len(self.simulators)
-    current = self._current
-    current[:] = [None] * n_sims
-    for episode, seed in enumerate(seeds):
-        index = episode % n_sims
-        env = self.simulators[index]
-        obs, _ = env.reset(seed=int(seed))
-        bounds = self._bounds(env) if self.heuristic is not None else (-np.inf, np.inf)
-        snapshot = current[index] = env.snapshot()
-        rows.append((obs, 0.0, False, env.action_masks(), snapshot, bounds))
-    trans = self._transitions(rows, [False] * len(rows))
-    self._check_finite(rows, trans.rewards, range(len(rows)), f"at reset(seed={list(seeds)})")
-    return trans
-
-
-def vec_step_unchecked(self: VecSimulator, snapshots: Any, actions: np.ndarray, episodes: np.ndarray) -> Any:
-    """``VecSimulator.step`` before the checks."""
-    rows, success = [], []
-    n_sims = len(self.simulators)
-    current = self._current
-    no_bounds = (0.0, 0.0)
-    for snapshot, action, episode in zip(snapshots, actions.tolist(), episodes.tolist()):
-        index = episode % n_sims
-        env = self.simulators[index]
-        if current[index] is not snapshot:
-            env.restore(snapshot)
-        current[index] = None
-        obs, reward, terminated, truncated, info = env.step(action + self._start)
-        if terminated or truncated:
-            rows.append((obs, float(reward), True, self._all_legal, None, no_bounds))
-            if "is_success" in info:
-                self.reports_success = True
-            success.append(bool(info.get("is_success", False)))
-            continue
-        success.append(False)
-        bounds = self._bounds(env) if self.heuristic is not None else no_bounds
-        snapshot = current[index] = env.snapshot()
-        rows.append((obs, float(reward), False, env.action_masks(), snapshot, bounds))
-    trans = self._transitions(rows, success)
-    self._check_finite(rows, trans.rewards, episodes, "after a step")
-    return trans
-
-
-PER_STEP = [
-    (SimulatorWrapper, "step", step_unchecked),
-    (SimulatorWrapper, "reset", reset_unchecked),
-    (SimulatorWrapper, "restore", restore_unchecked),
-    (VecSimulator, "reset", vec_reset_unchecked),
-    (VecSimulator, "step", vec_step_unchecked),
-]
+PER_STEP = [(VecSimulator, "input_checks", False)]
 
 
 def construction_patches() -> list[tuple[Any, str, Any]]:

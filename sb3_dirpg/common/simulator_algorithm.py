@@ -28,7 +28,8 @@ from sb3_dirpg.common.item_policy import ItemPolicy
 from sb3_dirpg.common.iterative_algorithm import IterativeAlgorithm
 from sb3_dirpg.common.policies import CnnPolicy, DirPGPolicy, MlpPolicy, MultiInputPolicy
 from sb3_dirpg.common.simulator_backends import check_simulator_backend, make_vec_simulator
-from sb3_dirpg.common.vec_simulator import VecSimulator, check_sub_envs_alike, check_vec_env, vec_env_simulators
+from sb3_dirpg.common.vec_envs import check_vec_env, vec_env_simulators
+from sb3_dirpg.common.vec_simulator import VecSimulator, check_sub_envs_alike
 from sb3_dirpg.search.protocols import Heuristic, PolicyFunction
 from sb3_dirpg.simulator.api_check import unsupported_observation_spaces
 from sb3_dirpg.simulator.cloners import env_name

@@ -1,4 +1,5 @@
-"""Adapts the sub-envs of an SB3 ``VecEnv`` to the search's batch-simulator protocol."""
+"""Adapts simulators (a list of :class:`~sb3_dirpg.simulator.SimulatorWrapper`) to the search's batch-simulator protocol;
+the SB3 ``VecEnv`` whose sub-envs they wrap is checked and unwrapped in :mod:`sb3_dirpg.common.vec_envs`."""
 
 from __future__ import annotations
 
@@ -10,10 +11,9 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
-from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv, VecEnvWrapper, VecMonitor, VecTransposeImage
 
 from sb3_dirpg.search.protocols import Heuristic, Transitions
-from sb3_dirpg.simulator import SimulatorWrapper, strip_monitor
+from sb3_dirpg.simulator import SimulatorWrapper
 from sb3_dirpg.simulator.api_check import (
     SUCCESS_ADVICE,
     EnvAPIError,
@@ -30,9 +30,6 @@ from sb3_dirpg.simulator.self_check import (
     random_legal_action,
 )
 
-# VecEnv wrappers that only observe (or transform observations statelessly) and are safe to bypass or replay
-_STATELESS_VEC_WRAPPERS = (VecMonitor, VecTransposeImage)
-
 
 class HeuristicError(RuntimeError):
     """A heuristic raised, or changed the env it was asked to bound; the message names the heuristic and the env."""
@@ -46,39 +43,6 @@ _HEURISTIC_CONTRACT = (
 
 
 _INF = float("inf")
-
-
-def _vec_wrappers(venv: VecEnv) -> list[VecEnvWrapper]:
-    layers = []
-    while isinstance(venv, VecEnvWrapper):
-        layers.append(venv)
-        venv = venv.venv
-    return layers
-
-
-def check_vec_env(venv: VecEnv, algo: str) -> None:
-    """Refuse VecEnv types and wrappers the search cannot use correctly, with a message that says what to do.
-
-    :param venv: the training VecEnv
-    :param algo: name of the algorithm, for messages
-    """
-    for layer in _vec_wrappers(venv):
-        if not isinstance(layer, _STATELESS_VEC_WRAPPERS):
-            raise ValueError(
-                f"{algo} cannot use the VecEnv wrapper {type(layer).__name__}: the search steps the sub-envs from snapshots, "
-                "so wrappers that keep running statistics or history (VecNormalize, VecFrameStack, ...) would go stale. "
-                "Apply per-env gymnasium wrappers instead (e.g. gymnasium.wrappers.FrameStackObservation), "
-                "or normalise inside the policy."
-            )
-    base = venv.unwrapped
-    if isinstance(base, SubprocVecEnv):
-        raise ValueError(
-            f"{algo} keeps simulator snapshots in the training process and cannot search inside SubprocVecEnv workers; "
-            "use DummyVecEnv (make_vec_env(..., vec_env_cls=DummyVecEnv)). The number of episodes searched together "
-            "is set by batch_episodes, independently of n_envs."
-        )
-    if not isinstance(base, DummyVecEnv):
-        raise ValueError(f"{algo} needs a DummyVecEnv (got {type(base).__name__}) so that it can snapshot the sub-envs")
 
 
 class VecSimulator:
@@ -100,6 +64,10 @@ class VecSimulator:
         env's current state, or None
     """
 
+    #: run the per-step input checks (finite rewards and observations, the observation's shape); switched off only to
+    #: measure what they cost (``python -m benchmarks.check_cost``)
+    input_checks: bool = True
+
     def __init__(self, simulators: Sequence[SimulatorWrapper], heuristic: Heuristic | None = None) -> None:
         if not simulators:
             raise ValueError("VecSimulator needs at least one simulator")
@@ -117,17 +85,6 @@ class VecSimulator:
         self._box_shape = space.shape if isinstance(space, spaces.Box) else None  # checked at every step (cheap)
         self._current: list[Any] = [None] * len(self.simulators)  # per simulator: the snapshot of its current state
         self._copy_problem: str | None = None  # why the first simulator cannot be deep-copied, once found
-
-    @classmethod
-    def from_vec_env(cls, venv: VecEnv, heuristic: Heuristic | None = None, algo: str = "DirPG") -> VecSimulator:
-        """Wrap every sub-env of a DummyVecEnv (without its Monitor) in a SimulatorWrapper.
-
-        :param venv: the training VecEnv
-        :param heuristic: see the class docstring
-        :param algo: name of the algorithm, for messages
-        :return: the batch simulator
-        """
-        return cls(vec_env_simulators(venv, algo), heuristic)
 
     def ensure_simulators(self, n: int) -> None:
         """Give every one of ``n`` concurrently searched episodes a simulator of its own (deep copies of the first).
@@ -269,7 +226,7 @@ class VecSimulator:
             index = episode % n_sims
             env = self.simulators[index]
             obs, _ = env.reset(seed=int(seed))
-            problem = observation_problem(obs, env.observation_space)
+            problem = observation_problem(obs, env.observation_space) if self.input_checks else None
             if problem is not None:
                 self._observation_changed(env, f"reset(seed={int(seed)})", problem)
             snapshot = current[index] = env.snapshot()
@@ -282,7 +239,8 @@ class VecSimulator:
                     current[index] = None
             rows.append((obs, 0.0, False, masks, snapshot, bounds))
         trans = self._transitions(rows, [False] * len(rows))
-        self._check_finite(rows, trans.rewards, range(len(rows)), f"at reset(seed={list(seeds)})")
+        if self.input_checks:
+            self._check_finite(rows, trans.rewards, range(len(rows)), f"at reset(seed={list(seeds)})")
         return trans
 
     def step(self, snapshots: Sequence[Any], actions: np.ndarray, episodes: np.ndarray) -> Transitions:
@@ -294,7 +252,7 @@ class VecSimulator:
         n_sims = len(self.simulators)
         current = self._current
         no_bounds = (0.0, 0.0)
-        box_shape = self._box_shape
+        box_shape = self._box_shape if self.input_checks else None
         for snapshot, action, episode in zip(snapshots, actions.tolist(), episodes.tolist()):
             index = episode % n_sims
             env = self.simulators[index]
@@ -319,7 +277,8 @@ class VecSimulator:
                     current[index] = None
             rows.append((obs, float(reward), False, masks, snapshot, bounds))
         trans = self._transitions(rows, success)
-        self._check_finite(rows, trans.rewards, episodes, "after a step")
+        if self.input_checks:
+            self._check_finite(rows, trans.rewards, episodes, "after a step")
         return trans
 
 
@@ -417,18 +376,6 @@ class VecSimulator:
             f"{what}. The search snapshots a state before calling the heuristic and steps on from there, so such a "
             f"change corrupts the search; {_HEURISTIC_CONTRACT}"
         )
-
-
-def vec_env_simulators(venv: VecEnv, algo: str = "DirPG") -> list[SimulatorWrapper]:
-    """:param venv: the training VecEnv (checked with :func:`check_vec_env`)
-    :param algo: name of the algorithm, for messages
-    :return: a SimulatorWrapper around every sub-env (without its Monitor)"""
-    check_vec_env(venv, algo)
-    sims = []
-    for env in venv.unwrapped.envs:
-        inner = strip_monitor(env)
-        sims.append(inner if isinstance(inner, SimulatorWrapper) else SimulatorWrapper(inner))
-    return sims
 
 
 #: the seeds and steps of the probes that compare a VecEnv's sub-envs
