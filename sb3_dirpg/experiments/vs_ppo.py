@@ -25,7 +25,6 @@ evaluation every 8k interactions on 20 maps. ``--full``: 2M interactions, 5 seed
 from __future__ import annotations
 
 import argparse
-import importlib
 import time
 from collections.abc import Callable, Sequence
 from functools import partial
@@ -51,6 +50,7 @@ from sb3_dirpg.experiments.common import (
 from sb3_dirpg.experiments.multiroom_figure import figure_common, figure_method
 from sb3_dirpg.experiments.multiroom_setup import HELD_OUT_SEED, greedy_actions, greedy_eval, make_env, make_model
 from sb3_dirpg.integrations.ppo import check_normalized_storage
+from sb3_dirpg.integrations.zoo import import_object
 
 ENVS = ("MiniGrid-MultiRoom-N2-S4-v0", "MiniGrid-MultiRoom-N4-S5-v0", "MiniGrid-DoorKey-5x5-v0")
 ZOO_DEFAULT_ENTRY = "MiniGrid-Empty-Random-5x5-v0"
@@ -68,13 +68,6 @@ def zoo_ppo_hyperparams(env_id: str) -> dict[str, Any]:
     table = yaml.safe_load(path.read_text())
     entry = env_id if env_id in table else ZOO_DEFAULT_ENTRY
     return dict(table[entry], entry=entry)
-
-
-def import_object(dotted: str) -> Any:
-    """:param dotted: ``module.attribute``
-    :return: the attribute"""
-    module, _, name = dotted.rpartition(".")
-    return getattr(importlib.import_module(module), name)
 
 
 def make_ppo(env_id: str, seed: int) -> tuple[PPO, Callable[[Any], int], Callable[[], gym.Env], dict[str, Any]]:
