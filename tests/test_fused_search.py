@@ -199,15 +199,24 @@ def test_the_compiled_forward_check_never_writes_the_live_weights() -> None:
 
 
 def test_the_loop_boundary_is_named_by_its_records() -> None:
-    """The compiled twin names what it receives with the records' own definitions, so a field added or moved in
-    ``LoopState`` or ``LoopSimulator`` moves with it; the status codes the twin returns are ``Exit``'s."""
+    """The compiled twin unpacks what it receives into names that are the records' own fields, in their order
+    (``LoopState`` and ``LoopSimulator``, which the Python side builds by keyword): a field added or moved in a record
+    fails here; the status codes the twin returns are ``Exit``'s."""
+    import ast
     import inspect
+    import textwrap
 
     from sb3_dirpg.envs.minigrid import compiled_search
     from sb3_dirpg.search import fused
 
-    source = inspect.getsource(compiled_search.search_iterations.py_func)
-    assert "LoopState(*search)" in source and "LoopSimulator(*sim)" in source
+    body = ast.parse(textwrap.dedent(inspect.getsource(compiled_search.search_iterations.py_func))).body[0].body
+    unpacked = {
+        node.value.id: [name.id for name in node.targets[0].elts]
+        for node in body
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Name) and isinstance(node.targets[0], ast.Tuple)
+    }  # fmt: skip
+    assert unpacked["search"] == list(fused.LoopState._fields)
+    assert unpacked["sim"] == list(compiled_search.LoopSimulator._fields)
     assert [int(status) for status in fused.Exit] == [fused.OK, fused.MISS, fused.ENDS, fused.DONE_ALL, fused.LIMIT,
                                                       fused.REFILL, fused.STALE, fused.EMPTY_MASK]  # fmt: skip
     exit = fused.exit_of((fused.MISS, 3, fused.NO_POPPED, np.array([5]), -1))

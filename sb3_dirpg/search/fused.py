@@ -51,6 +51,7 @@ class Exit(IntEnum):
 
 # the same codes as plain ints, which compiled code compares and returns
 OK, MISS, ENDS, DONE_ALL, LIMIT, REFILL, STALE, EMPTY_MASK = (int(status) for status in Exit)
+_EXITS = tuple(Exit)  # by code: a tuple lookup, where Exit(code) costs a microsecond
 
 
 class LoopState(NamedTuple):
@@ -111,7 +112,7 @@ def exit_of(result: tuple) -> LoopExit:
     """:param result: a compiled loop's plain return ``(status, iterations, popped, misses, start)``
     :return: it as a :class:`LoopExit`"""
     status, iterations, popped, misses, start = result
-    return LoopExit(Exit(status), int(iterations), Popped(*popped), misses, int(start))
+    return LoopExit(_EXITS[status], iterations, Popped(*popped), misses, start)  # numba returns Python ints
 
 
 _FNV_OFFSET = np.uint64(0xCBF29CE484222325)
@@ -255,7 +256,8 @@ def begin_iteration(
     no_misses = np.empty(0, np.int64)
     for e in range(progress_.phase.size):  # an episode that may pop and has no numbers left: refill first
         if progress_.phase[e] != DONE and noise_.used[e] >= block:
-            return REFILL, NO_POPPED, no_misses
+            empty = np.empty(0, np.int64)  # fresh arrays: a global tuple would type every popped region read-only
+            return REFILL, (empty, empty, empty, np.empty(0), empty, empty), no_misses
     popped = pop_regions_compiled(params, nodes, regions, progress, queues, noise)
     if popped[0].size == 0:
         return DONE_ALL, popped, no_misses

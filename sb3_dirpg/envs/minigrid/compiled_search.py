@@ -18,7 +18,7 @@ from numba import njit
 from sb3_dirpg.envs.minigrid.cnn_kernels import cnn_logits
 from sb3_dirpg.envs.minigrid.compiled_kernels import GENERATION_SHIFT, step_states
 from sb3_dirpg.search import fused
-from sb3_dirpg.search.fused import LoopState, ObsTable
+from sb3_dirpg.search.fused import ObsTable
 from sb3_dirpg.search.state import Popped
 from sb3_dirpg.search.tree import Nodes
 
@@ -65,12 +65,14 @@ def search_iterations(
     :param own_forward: evaluate the policy here at the observations it has not seen, instead of returning ``MISS``
     :return: the fields of a :class:`~sb3_dirpg.search.fused.LoopExit` (its status a plain int)
     """
-    state, sim_ = LoopState(*search), LoopSimulator(*sim)
-    params, nodes, regions, progress, queues, noise = state[:6]
-    table_, node_obs, node_snapshot = ObsTable(*state.table), state.node_obs, state.node_snapshot
+    # unpacked once into locals, in the order of the records' fields (tests/test_fused_search.py checks the names):
+    # packing records into new tuples inside the loop costs a reference count per array at every iteration
+    params, nodes, regions, progress, queues, noise, table, node_obs, node_snapshot = search
+    store, rules, episodes, bound, generation, view_size, n_actions, with_bounds = sim
+    table_, node_count = ObsTable(*table), Nodes(*nodes).count
     no_misses = np.empty(0, np.int64)
-    base = sim_.generation << GENERATION_SHIFT
-    view = sim_.view_size
+    base = generation << GENERATION_SHIFT
+    view = view_size
     width = view * view * 3 + 1
     popped = pending
     iteration = 0
@@ -78,7 +80,7 @@ def search_iterations(
         if has_pending:
             has_pending = False
         else:
-            status, popped, misses = fused.begin_iteration(*state[:7], node_obs)
+            status, popped, misses = fused.begin_iteration(params, nodes, regions, progress, queues, noise, table, node_obs)
             if status == fused.MISS and own_forward:
                 cnn_logits(table_.rows, misses, policy, table_.logits)
                 table_.has_logits[misses] = True
@@ -94,10 +96,10 @@ def search_iterations(
             node_snapshot[expanding.nodes], split[0], expanding.episodes, images, np.empty(k, np.int64), np.empty(k),
             np.empty(k, np.bool_), np.empty(k, np.bool_), np.empty(k), np.empty(k), np.empty(k, np.int64),
         )  # fmt: skip
-        if step_states(batch, sim_.store, sim_.rules, sim_.episodes, sim_.bound) < 0:
+        if step_states(batch, store, rules, episodes, bound) < 0:
             return fused.STALE, iteration, popped, no_misses, -1
         directions, rewards, terminal, success, lower, upper, reached = batch[4:]
-        if not sim_.with_bounds:
+        if not with_bounds:
             lower[:] = -np.inf
             upper[:] = np.inf
         rows = np.empty((k, width), np.uint8)
@@ -106,8 +108,8 @@ def search_iterations(
             rows[r, : width - 1] = images[r].ravel()
             rows[r, width - 1] = directions[r]
             snapshots[r] = -1 if reached[r] < 0 else base | reached[r]
-        start = Nodes(*nodes).count[0]
-        reached_ = (rewards, terminal, np.ones((k, sim_.n_actions), np.bool_), lower, upper, success)
+        start = node_count[0]
+        reached_ = (rewards, terminal, np.ones((k, n_actions), np.bool_), lower, upper, success)
         n_ends, empty = fused.add_children_compiled(popped, split, reached_, params, nodes, regions, progress, queues)
         if empty >= 0:
             return fused.EMPTY_MASK, iteration, popped, np.array([empty], np.int64), start
