@@ -73,6 +73,7 @@ gym.register("SB3DirPGTest/LockedDoor-v0", entry_point=LockedDoorEnv)
 FAMILIES = {
     "MiniGrid-MultiRoom-N2-S4-v0": ({}, {"door opened", "door closed"}),
     "MiniGrid-MultiRoom-N6-v0": ({}, {"door opened", "door closed"}),
+    "MiniGrid-MultiRoom-N12-S10-v0": ({}, {"door opened", "door closed"}),
     "MiniGrid-DoorKey-5x5-v0": ({}, {"pickup", "drop", "door opened"}),
     "MiniGrid-DoorKey-6x6-v0": ({"max_steps": 6}, {"pickup", "truncated"}),
     "MiniGrid-LockedRoom-v0": ({}, {"door opened", "door closed"}),

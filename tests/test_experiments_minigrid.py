@@ -93,3 +93,21 @@ def test_greedy_gap_records_the_diagnostics_and_the_greedy_failures(tmp_path) ->
     assert failures["episodes"] == 8 and failures["failed"] >= 1
     assert 0 <= failures["looped"] <= 1 and abs(sum(failures["actions"].values()) - 1) < 0.01
     assert (tmp_path / "greedy_gap" / "DoorKey-5x5-test-s0.json").exists()
+
+
+def test_frontier_probe_spends_each_budget_on_the_same_maps(tmp_path: Path) -> None:
+    """``experiments.frontier --probe`` (issue 47) on the registered MultiRoom-N12-S10: each budget's search spends its
+    budget plus at most one ``a_opt`` episode per map, and a second variant is added to the same results file."""
+    from sb3_dirpg.experiments import frontier
+
+    env_id = "MiniGrid-MultiRoom-N12-S10-v0"
+    frontier.main(["--probe", "--envs", env_id, "--budgets", "50", "400", "--maps", "2", "--out", str(tmp_path)])
+    results = frontier.main(["--probe", "--envs", env_id, "--budgets", "50", "--maps", "2", "--params", "alpha:1.0",
+                             "--tag", "alpha1", "--out", str(tmp_path)])  # fmt: skip
+    assert set(results[env_id]) == {"entry", "alpha1"}
+    max_steps = 240  # MultiRoomEnv's 20 steps per room
+    for row in results[env_id]["entry"]:
+        assert row["budget"] <= row["interactions"] <= row["budget"] + max_steps
+    assert "MultiRoom-N12-S10 | alpha1 | 50 |" in (tmp_path / "frontier_probe.md").read_text()
+    with pytest.raises(SystemExit):
+        frontier.main(["--probe", "--envs", env_id, "--params", "alpha:1.0", "--out", str(tmp_path)])  # no --tag
