@@ -111,3 +111,28 @@ def test_frontier_probe_spends_each_budget_on_the_same_maps(tmp_path: Path) -> N
     assert "MultiRoom-N12-S10 | alpha1 | 50 |" in (tmp_path / "frontier_probe.md").read_text()
     with pytest.raises(SystemExit):
         frontier.main(["--probe", "--envs", env_id, "--params", "alpha:1.0", "--out", str(tmp_path)])  # no --tag
+
+
+def test_frontier_curriculum_moves_through_its_stages_and_resumes(tmp_path: Path) -> None:
+    """``experiments.frontier --curriculum``: the stages run in order on one policy, every point evaluates the target
+    (and the stage before the last), and a second call with a longer last stage resumes from the checkpoint."""
+    from sb3_dirpg.experiments import frontier
+
+    first, target = "MiniGrid-MultiRoom-N2-S4-v0", "MiniGrid-MultiRoom-N4-S5-v0"
+    args = ["--curriculum", f"{first}:6000", f"{target}:6000", "--every", "3000", "--maps", "3", "--tag", "test",
+            "--advance", "1.01", "--out", str(tmp_path)]  # fmt: skip
+    record = frontier.main(args)
+    stages = [point["stage"] for point in record["points"]]
+    switch = stages.index(target)
+    assert switch > 0 and set(stages[:switch]) == {first} and set(stages[switch:]) == {target}
+    made = [point["interactions"] for point in record["points"]]
+    assert made == sorted(made) and made[switch - 1] >= 6000 and made[-1] >= made[switch - 1] + 6000
+    assert record["stage_ends"] == [made[switch - 1], made[-1]]
+    assert "stage_greedy" in record["points"][0] and "stage_greedy" not in record["points"][-1]
+    assert (tmp_path / "frontier" / "test-s0.zip").exists()
+    longer = frontier.main(args[:2] + [f"{target}:12000"] + args[3:])  # the same run, its last stage longer
+    assert longer["points"][: len(made)] == record["points"]
+    assert {point["stage"] for point in longer["points"][len(made) :]} == {target}
+    assert longer["points"][-1]["interactions"] >= made[switch - 1] + 12000
+    with pytest.raises(ValueError, match="other stages"):
+        frontier.main(["--curriculum", f"{first}:3000", f"{target}:6000"] + args[3:])

@@ -6,6 +6,13 @@ untrained policy search the same maps (seeds 100, 101, ...) with a growing ``sea
 fraction of maps where the search found a success, the interactions spent per map and the wall time per map. Every
 interaction of the search counts as a training interaction: that is what a map costs during training.
 
+``--curriculum`` trains one policy through a sequence of envs (``ENV:INTERACTIONS`` stages, the last one the target),
+with the target's DirPG settings and each stage's own env entry (step limit, wrappers). A stage ends when its
+interactions are spent or, before that, when its own held-out success (sampled and greedy) reaches ``--advance``.
+Every ``--every`` interactions the policy is played without search on 200 held-out seeds of the target (from
+10000), with the entry's step limit, sampled and greedy; interactions count every stage's. The run checkpoints
+after each evaluation and resumes from it. Results go to ``OUT/frontier/<tag>-s<seed>.json``.
+
 The published figures the issue measures against are :data:`ANCHORS` (read from the papers' curves, about 20 %
 uncertain; most plot MiniGrid's return, not the success rate). Results go to ``OUT/frontier_probe.json`` (``--tag``
 names a variant) and a Markdown table beside it.
@@ -92,6 +99,98 @@ def probe_search(
     return rows
 
 
+def _stage_env(env_id: str) -> Any:
+    """:param env_id: an env with a DirPG entry
+    :return: the env built as its entry builds it"""
+    from sb3_dirpg.experiments.held_out import build_env
+    from sb3_dirpg.experiments.minigrid_table import entry
+
+    settings = entry(env_id, "dirpg")
+    return build_env(env_id, settings.get("env_kwargs"), settings.get("env_wrapper"))
+
+
+def parse_stages(texts: Sequence[str]) -> list[tuple[str, int]]:
+    """:param texts: ``ENV:INTERACTIONS`` strings
+    :return: (env id, interactions) per stage"""
+    stages = []
+    for text in texts:
+        env_id, _, count = text.rpartition(":")
+        if not env_id or not count.isdigit() or int(count) <= 0:
+            raise ValueError(f"a stage is ENV:INTERACTIONS with a positive count, got {text!r}")
+        stages.append((env_id, int(count)))
+    return stages
+
+
+def train_curriculum(
+    stages: Sequence[tuple[str, int]], every: int, seed: int, path: Path, advance: float = 0.9, n_maps: int = 200
+) -> dict[str, Any]:
+    """Train one DirPG policy through ``stages`` (the last is the target), evaluating on the target's held-out seeds.
+
+    :param stages: (env id, interactions) per stage; the last stage's env is the target, whose entry gives DirPG's
+        settings
+    :param every: interactions between evaluations
+    :param seed: the training seed
+    :param path: the JSON record; the checkpoint is beside it (``.zip``) and a run resumes from both (with the same
+        stages, the last one possibly longer)
+    :param advance: a stage before the last ends early once its own held-out success, sampled and greedy, reaches this
+    :param n_maps: held-out seeds per evaluation
+    :return: the record: the stages and the points (interactions, stage, the target's and the stage's success)
+    """
+    import torch as th
+
+    from sb3_dirpg.dirpg import DirPG
+    from sb3_dirpg.experiments.held_out import evaluate_held_out
+    from sb3_dirpg.experiments.minigrid_table import entry
+    from sb3_dirpg.integrations.zoo import algorithm_kwargs
+
+    th.set_num_threads(1)
+    for env_id, _ in stages:
+        entry(env_id, "dirpg")  # every stage needs an entry: fail before any training
+    target = stages[-1][0]
+    settings = entry(target, "dirpg")
+    checkpoint = path.with_suffix(".zip")
+    record: dict[str, Any] = json.loads(path.read_text()) if path.exists() and checkpoint.exists() else {}
+    record = record or {"stages": [list(stage) for stage in stages], "seed": seed, "points": [], "stage_ends": []}
+    if record["stages"][:-1] != [list(stage) for stage in stages[:-1]] or record["stages"][-1][0] != target:
+        raise ValueError(f"{path} holds a run with other stages: {record['stages']}; pass --tag to start another")
+    record["stages"] = [list(stage) for stage in stages]  # the last stage may run longer than before
+    seeds = list(range(10_000, 10_000 + n_maps))
+    evaluation = {env_id: [_stage_env(env_id) for _ in seeds] for env_id in dict(stages)}
+    made = record["points"][-1]["interactions"] if record["points"] else 0
+    model = (DirPG.load(checkpoint, env=_stage_env(stages[0][0]), device="cpu") if made else
+             DirPG(settings["policy"], _stage_env(stages[0][0]), seed=seed, device="cpu", **algorithm_kwargs(settings)))
+    wall = record["points"][-1]["wall_s"] if made else 0.0  # training seconds, evaluations excluded
+    ends = record["stage_ends"]  # the interactions at which each stage ended
+    for index, (env_id, count) in enumerate(stages):
+        last = index == len(stages) - 1
+        if index < len(ends) and not last:
+            continue
+        stage_end = (ends[index - 1] if index else 0) + count
+        model.set_env(_stage_env(env_id))
+        while made < stage_end:
+            started = time.perf_counter()
+            model.learn(min(every, stage_end - made), reset_num_timesteps=False)
+            made, wall = int(model.num_timesteps), wall + time.perf_counter() - started
+            point: dict[str, Any] = {"interactions": made, "stage": env_id, "wall_s": wall}
+            for name, greedy in (("sampled", False), ("greedy", True)):
+                point[name] = evaluate_held_out(model, evaluation[target], seeds, deterministic=greedy)
+                if not last:
+                    point[f"stage_{name}"] = evaluate_held_out(model, evaluation[env_id], seeds, deterministic=greedy)
+            record["points"].append(point)
+            model.save(checkpoint)
+            write_json(path, record)
+            done = not last and min(point["stage_sampled"]["success"], point["stage_greedy"]["success"]) >= advance
+            print(f"{made:>9} {env_id}: target sampled {point['sampled']['success']:.3f} greedy "
+                  f"{point['greedy']['success']:.3f}" + ("" if last else f" | stage sampled "
+                  f"{point['stage_sampled']['success']:.3f} greedy {point['stage_greedy']['success']:.3f}"), flush=True)
+            if done:
+                break
+        del ends[index:]
+        ends.append(made)
+        write_json(path, record)
+    return record
+
+
 def probe_table(probe: dict[str, Any]) -> str:
     """:param probe: per env and variant, :func:`probe_search`'s rows
     :return: a Markdown table"""
@@ -113,24 +212,39 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     :return: the probe's results"""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--probe", action="store_true", help="measure the untrained search against its budget")
+    parser.add_argument("--curriculum", nargs="+", default=None, metavar="ENV:INTERACTIONS",
+                        help="train through these stages, the last one the target")
+    parser.add_argument("--every", type=int, default=100_000, help="interactions between a curriculum's evaluations")
+    parser.add_argument("--advance", type=float, default=0.9, help="a curriculum stage's success that ends it early")
     parser.add_argument("--envs", nargs="+", default=list(TARGETS), help="env ids with a DirPG entry")
     parser.add_argument("--budgets", nargs="+", type=int, default=list(DEFAULT_BUDGETS))
-    parser.add_argument("--maps", type=int, default=12, help="maps searched per budget")
+    parser.add_argument("--maps", type=int, default=None,
+                        help="maps searched per budget (default 12), or held-out maps of a curriculum (default 200)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--params", nargs="*", default=[], metavar="KEY:VALUE", help="a variant's changes of the entries")
     parser.add_argument("--tag", default="entry", help="names the variant in the results")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
-    if not args.probe:
-        parser.error("say what to run: --probe")
+    if args.probe == (args.curriculum is not None):
+        parser.error("say what to run: --probe or --curriculum")
+    out = args.out or default_out()
+    if args.curriculum is not None:
+        if args.tag == "entry":
+            parser.error("--curriculum needs --tag to name its run")
+        try:
+            stages = parse_stages(args.curriculum)
+        except ValueError as error:
+            parser.error(str(error))
+        (out / "frontier").mkdir(parents=True, exist_ok=True)
+        return train_curriculum(stages, args.every, args.seed, out / "frontier" / f"{args.tag}-s{args.seed}.json",
+                                args.advance, args.maps or 200)  # fmt: skip
     if bool(args.params) == (args.tag == "entry"):
         parser.error("--tag names a variant: give --tag and --params together, or neither")
-    out = args.out or default_out()
     out.mkdir(parents=True, exist_ok=True)
     path = out / "frontier_probe.json"
     results: dict[str, Any] = json.loads(path.read_text()) if path.exists() else {}
     for env_id in args.envs:
-        rows = probe_search(env_id, args.budgets, args.maps, args.seed, args.params)
+        rows = probe_search(env_id, args.budgets, args.maps or 12, args.seed, args.params)
         results.setdefault(env_id, {})[args.tag] = rows
         write_json(path, results)
         (out / "frontier_probe.md").write_text(probe_table(results))
