@@ -122,7 +122,13 @@ def parse_stages(texts: Sequence[str]) -> list[tuple[str, int]]:
 
 
 def train_curriculum(
-    stages: Sequence[tuple[str, int]], every: int, seed: int, path: Path, advance: float = 0.9, n_maps: int = 200
+    stages: Sequence[tuple[str, int]],
+    every: int,
+    seed: int,
+    path: Path,
+    advance: float = 0.9,
+    n_maps: int = 200,
+    params: Sequence[str] = (),
 ) -> dict[str, Any]:
     """Train one DirPG policy through ``stages`` (the last is the target), evaluating on the target's held-out seeds.
 
@@ -134,23 +140,25 @@ def train_curriculum(
         stages, the last one possibly longer)
     :param advance: a stage before the last ends early once its own held-out success, sampled and greedy, reaches this
     :param n_maps: held-out seeds per evaluation
+    :param params: ``key:value`` changes of DirPG's settings (the target's entry)
     :return: the record: the stages and the points (interactions, stage, the target's and the stage's success)
     """
     import torch as th
 
     from sb3_dirpg.dirpg import DirPG
     from sb3_dirpg.experiments.held_out import evaluate_held_out
-    from sb3_dirpg.experiments.minigrid_table import entry
+    from sb3_dirpg.experiments.minigrid_table import entry, parse_params
     from sb3_dirpg.integrations.zoo import algorithm_kwargs
 
     th.set_num_threads(1)
     for env_id, _ in stages:
         entry(env_id, "dirpg")  # every stage needs an entry: fail before any training
     target = stages[-1][0]
-    settings = entry(target, "dirpg")
+    settings = {**entry(target, "dirpg"), **parse_params(params)}
     checkpoint = path.with_suffix(".zip")
     record: dict[str, Any] = json.loads(path.read_text()) if path.exists() and checkpoint.exists() else {}
-    record = record or {"stages": [list(stage) for stage in stages], "seed": seed, "points": [], "stage_ends": []}
+    record = record or {"stages": [list(stage) for stage in stages], "params": list(params), "seed": seed, "points": [],
+                        "stage_ends": []}  # fmt: skip
     if record["stages"][:-1] != [list(stage) for stage in stages[:-1]] or record["stages"][-1][0] != target:
         raise ValueError(f"{path} holds a run with other stages: {record['stages']}; pass --tag to start another")
     record["stages"] = [list(stage) for stage in stages]  # the last stage may run longer than before
@@ -230,14 +238,14 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     out = args.out or default_out()
     if args.curriculum is not None:
         if args.tag == "entry":
-            parser.error("--curriculum needs --tag to name its run")
+            parser.error("--curriculum needs --tag to name its run (--params, if any, change the target's settings)")
         try:
             stages = parse_stages(args.curriculum)
         except ValueError as error:
             parser.error(str(error))
         (out / "frontier").mkdir(parents=True, exist_ok=True)
         return train_curriculum(stages, args.every, args.seed, out / "frontier" / f"{args.tag}-s{args.seed}.json",
-                                args.advance, args.maps or 200)  # fmt: skip
+                                args.advance, args.maps or 200, args.params)  # fmt: skip
     if bool(args.params) == (args.tag == "entry"):
         parser.error("--tag names a variant: give --tag and --params together, or neither")
     out.mkdir(parents=True, exist_ok=True)
