@@ -136,3 +136,6 @@ def test_frontier_curriculum_moves_through_its_stages_and_resumes(tmp_path: Path
     assert longer["points"][-1]["interactions"] >= made[switch - 1] + 12000
     with pytest.raises(ValueError, match="other stages"):
         frontier.main(["--curriculum", f"{first}:3000", f"{target}:6000"] + args[3:])
+    assert frontier.main(["--figure", "--out", str(tmp_path)]) == {"runs": {target: ["test-s0"]}}
+    assert (tmp_path / "frontier.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "| MultiRoom-N4-S5 | test-s0 |" in (tmp_path / "frontier.md").read_text()

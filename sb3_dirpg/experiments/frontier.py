@@ -16,6 +16,10 @@ after each evaluation and resumes from it. Results go to ``OUT/frontier/<tag>-s<
 The published figures the issue measures against are :data:`ANCHORS` (read from the papers' curves, about 20 %
 uncertain; most plot MiniGrid's return, not the success rate). Results go to ``OUT/frontier_probe.json`` (``--tag``
 names a variant) and a Markdown table beside it.
+
+``--figure`` draws every run of ``OUT/frontier/`` (``frontier.png``): success on the target's held-out seeds against
+interactions, sampled and greedy, one panel per target, with the issue's target (0.9 within the interactions of
+:data:`TARGETS`) marked and the anchor named; and writes ``frontier.md``, the table of runs against the targets.
 """
 
 from __future__ import annotations
@@ -215,11 +219,80 @@ def probe_table(probe: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _runs(folder: Path) -> dict[str, list[tuple[str, dict[str, Any]]]]:
+    """:param folder: ``OUT/frontier``
+    :return: the curriculum records there, by target env, with their file names"""
+    runs: dict[str, list[tuple[str, dict[str, Any]]]] = {}
+    for path in sorted(folder.glob("*.json")):
+        record = json.loads(path.read_text())
+        runs.setdefault(record["stages"][-1][0], []).append((path.stem, record))
+    return runs
+
+
+def first_at(points: Sequence[dict[str, Any]], mode: str, level: float = 0.9) -> int | None:
+    """:param points: a run's points
+    :param mode: ``sampled`` or ``greedy``
+    :param level: the success to reach
+    :return: the interactions of the first point at ``level`` or above, or None"""
+    return next((point["interactions"] for point in points if point[mode]["success"] >= level), None)
+
+
+def frontier_table(runs: dict[str, list[tuple[str, dict[str, Any]]]]) -> str:
+    """:param runs: :func:`_runs`'s output
+    :return: a Markdown table: per run, the interactions to 0.9 (sampled, greedy), success at the end, the target"""
+    lines = ["| target env | run | interactions | 0.9 sampled at | 0.9 greedy at | at the end: sampled / greedy success, "
+             "MiniGrid return (greedy) | target: 0.9 within | best published |",
+             "| --- | --- | ---: | ---: | ---: | --- | ---: | --- |"]  # fmt: skip
+    for env_id, records in runs.items():
+        for name, record in records:
+            points = record["points"]
+            if not points:
+                continue
+            end = points[-1]
+            reach = [first_at(points, mode) for mode in ("sampled", "greedy")]
+            cells = [f"{value / 1e6:.2f}M" if value is not None else "not reached" for value in reach]
+            lines.append(
+                f"| {env_id.removeprefix('MiniGrid-').removesuffix('-v0')} | {name} | {end['interactions'] / 1e6:.2f}M | "
+                f"{cells[0]} | {cells[1]} | {end['sampled']['success']:.3f} / {end['greedy']['success']:.3f}, "
+                f"{end['greedy']['minigrid_return']:.3f} | {TARGETS.get(env_id, 0) / 1e6:.1f}M | {ANCHORS.get(env_id, '')} |"
+            )
+    return "\n".join(lines) + "\n"
+
+
+def plot_runs(runs: dict[str, list[tuple[str, dict[str, Any]]]]) -> Any:
+    """:param runs: :func:`_runs`'s output
+    :return: the figure: one panel per target env"""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axes = plt.subplots(1, max(1, len(runs)), figsize=(4.5 * max(1, len(runs)), 3.4), squeeze=False)
+    for ax, (env_id, records) in zip(axes[0], runs.items()):
+        for index, (name, record) in enumerate(records):
+            x = [point["interactions"] / 1e6 for point in record["points"]]
+            for mode, style in (("sampled", "-"), ("greedy", "--")):
+                ax.plot(x, [point[mode]["success"] for point in record["points"]], style, color=f"C{index}",
+                        label=f"{name} {mode}")  # fmt: skip
+            for end in record["stage_ends"][:-1]:
+                ax.axvline(end / 1e6, color=f"C{index}", alpha=0.3, linewidth=0.8)
+        if env_id in TARGETS:
+            ax.plot([TARGETS[env_id] / 1e6], [0.9], "k*", markersize=10, label="target: 0.9 within")
+        ax.set_title(env_id.removeprefix("MiniGrid-").removesuffix("-v0") + "\n" + ANCHORS.get(env_id, ""), fontsize=7)
+        ax.set_xlabel("interactions (M), every search step counted")
+        ax.set_ylabel("held-out success")
+        ax.set_ylim(-0.02, 1.02)
+        ax.legend(fontsize=6)
+    figure.tight_layout()
+    return figure
+
+
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     """:param argv: command-line arguments
     :return: the probe's results"""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--probe", action="store_true", help="measure the untrained search against its budget")
+    parser.add_argument("--figure", action="store_true", help="draw and tabulate the runs of OUT/frontier")
     parser.add_argument("--curriculum", nargs="+", default=None, metavar="ENV:INTERACTIONS",
                         help="train through these stages, the last one the target")
     parser.add_argument("--every", type=int, default=100_000, help="interactions between a curriculum's evaluations")
@@ -233,9 +306,15 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--tag", default="entry", help="names the variant in the results")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
-    if args.probe == (args.curriculum is not None):
-        parser.error("say what to run: --probe or --curriculum")
+    if args.probe + (args.curriculum is not None) + args.figure != 1:
+        parser.error("say what to run: one of --probe, --curriculum and --figure")
     out = args.out or default_out()
+    if args.figure:
+        runs = _runs(out / "frontier")
+        plot_runs(runs).savefig(out / "frontier.png", dpi=90, bbox_inches="tight")
+        (out / "frontier.md").write_text(frontier_table(runs))
+        print(f"wrote {out / 'frontier.png'} and {out / 'frontier.md'}")
+        return {"runs": {env_id: [name for name, _ in records] for env_id, records in runs.items()}}
     if args.curriculum is not None:
         if args.tag == "entry":
             parser.error("--curriculum needs --tag to name its run (--params, if any, change the target's settings)")
