@@ -159,7 +159,7 @@ def test_every_zoo_entry_loads_and_trains(tmp_path, algo: str, env_id: str) -> N
             assert type(model.heuristic) is bound and model.heuristic.gamma == gamma
             env = build_env(env_id, entry.get("env_kwargs"), entry.get("env_wrapper"))
             assert model.heuristic.__getstate__() == bound.for_env(env, gamma).__getstate__()
-            assert model.priority == "astar" and model.search_budget == 2900
+            assert model.priority == "astar" and model.search_budget == entry["search_budget"]
             assert model.refine_success is bool(entry.get("refine_success", False))
             assert model.refine_budget == entry.get("refine_budget")
         assert ("mission" in model.observation_space.spaces) == ("MissionObs" in str(entry["env_wrapper"]))
