@@ -281,6 +281,7 @@ def plot_runs(runs: dict[str, list[tuple[str, dict[str, Any]]]]) -> Any:
         ax.set_title(env_id.removeprefix("MiniGrid-").removesuffix("-v0") + "\n" + ANCHORS.get(env_id, ""), fontsize=7)
         ax.set_xlabel("interactions (M), every search step counted")
         ax.set_ylabel("held-out success")
+        ax.set_xlim(left=0)
         ax.set_ylim(-0.02, 1.02)
         ax.legend(fontsize=6)
     figure.tight_layout()
