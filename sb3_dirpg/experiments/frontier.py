@@ -8,7 +8,8 @@ interaction of the search counts as a training interaction: that is what a map c
 
 ``--curriculum`` trains one policy through a sequence of envs (``ENV:INTERACTIONS`` stages, the last one the target),
 with the target's DirPG settings and each stage's own env entry (step limit, wrappers). A stage ends when its
-interactions are spent or, before that, when its own held-out success (sampled and greedy) reaches ``--advance``.
+interactions are spent or, before that, when its own held-out success (sampled and greedy) reaches ``--advance`` (what
+it leaves unspent is not passed on; a run resumes with its last stage made longer).
 Every ``--every`` interactions the policy is played without search on 200 held-out seeds of the target (from
 10000), with the entry's step limit, sampled and greedy; interactions count every stage's. The run checkpoints
 after each evaluation and resumes from it. Results go to ``OUT/frontier/<tag>-s<seed>.json``.
