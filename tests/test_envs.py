@@ -48,6 +48,17 @@ def test_registration_is_idempotent() -> None:
     assert isinstance(gym.make("sb3_dirpg/DeepSeaRisk-v0", size=7).unwrapped, DeepSeaRiskEnv)
 
 
+def test_multiroom_n12_s10_has_twelve_rooms_of_at_most_ten_cells() -> None:
+    """The registered MultiRoom-N12-S10 (issue 47) is the papers' env: 12 rooms, each at most 10 cells a side, 20 steps
+    a room."""
+    env = gym.make("MiniGrid-MultiRoom-N12-S10-v0")
+    for seed in (0, 1):
+        env.reset(seed=seed)
+        rooms = env.unwrapped.rooms
+        assert len(rooms) == 12 and max(max(room.size) for room in rooms) <= 10
+    assert env.unwrapped.max_steps == 240
+
+
 # --- cloners --------------------------------------------------------------------------------------------------------
 def _snapshot(env: gym.Env) -> tuple:
     return find_cloner(env).snapshot(env), copy.deepcopy(env.np_random.bit_generator.state)

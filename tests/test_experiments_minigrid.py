@@ -134,6 +134,7 @@ def test_frontier_curriculum_moves_through_its_stages_and_resumes(tmp_path: Path
     assert longer["points"][: len(made)] == record["points"]
     assert {point["stage"] for point in longer["points"][len(made) :]} == {target}
     assert longer["points"][-1]["interactions"] >= made[switch - 1] + 12000
+    assert longer["stages"] == [[first, 6000], [target, 12000]]  # the record names the stages it ran
     with pytest.raises(ValueError, match="other stages"):
         frontier.main(["--curriculum", f"{first}:3000", f"{target}:6000"] + args[3:])
     assert frontier.main(["--figure", "--out", str(tmp_path)]) == {"runs": {target: ["test-s0"]}}
