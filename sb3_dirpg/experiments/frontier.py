@@ -61,6 +61,17 @@ TARGETS = {
 DEFAULT_BUDGETS = (2_900, 10_000, 30_000)
 
 
+def _entry_env(env_id: str, params: Sequence[str] = ()) -> tuple[dict[str, Any], Any]:
+    """:param env_id: an env with a DirPG entry
+    :param params: a variant's ``key:value`` changes of the entry
+    :return: the entry's settings with the changes, and the env built as they build it"""
+    from sb3_dirpg.experiments.held_out import build_env
+    from sb3_dirpg.experiments.minigrid_table import entry, parse_params
+
+    settings = {**entry(env_id, "dirpg"), **parse_params(params)}
+    return settings, build_env(env_id, settings.get("env_kwargs"), settings.get("env_wrapper"))
+
+
 def probe_search(
     env_id: str, budgets: Sequence[int], n_maps: int = 12, seed: int = 0, params: Sequence[str] = ()
 ) -> list[dict[str, float]]:
@@ -77,13 +88,10 @@ def probe_search(
     import torch as th
 
     from sb3_dirpg.dirpg import DirPG
-    from sb3_dirpg.experiments.held_out import build_env
-    from sb3_dirpg.experiments.minigrid_table import entry, parse_params
     from sb3_dirpg.integrations.zoo import algorithm_kwargs
 
     th.set_num_threads(1)
-    settings = {**entry(env_id, "dirpg"), **parse_params(params)}
-    env = build_env(env_id, settings.get("env_kwargs"), settings.get("env_wrapper"))
+    settings, env = _entry_env(env_id, params)
     model = DirPG(settings["policy"], env, seed=seed, device="cpu", **algorithm_kwargs(settings))
     maps = list(range(100, 100 + n_maps))
     model.search(maps[:1], config=model.search_config(budget=100))  # compiles what the simulator compiles, untimed
@@ -102,16 +110,6 @@ def probe_search(
         })  # fmt: skip
         print(env_id, params, rows[-1], flush=True)
     return rows
-
-
-def _stage_env(env_id: str) -> Any:
-    """:param env_id: an env with a DirPG entry
-    :return: the env built as its entry builds it"""
-    from sb3_dirpg.experiments.held_out import build_env
-    from sb3_dirpg.experiments.minigrid_table import entry
-
-    settings = entry(env_id, "dirpg")
-    return build_env(env_id, settings.get("env_kwargs"), settings.get("env_wrapper"))
 
 
 def parse_stages(texts: Sequence[str]) -> list[tuple[str, int]]:
@@ -168,10 +166,10 @@ def train_curriculum(
         raise ValueError(f"{path} holds a run with other stages: {record['stages']}; pass --tag to start another")
     record["stages"] = [list(stage) for stage in stages]  # the last stage may run longer than before
     seeds = list(range(10_000, 10_000 + n_maps))
-    evaluation = {env_id: [_stage_env(env_id) for _ in seeds] for env_id in dict(stages)}
+    evaluation = {env_id: [_entry_env(env_id)[1] for _ in seeds] for env_id in dict(stages)}
     made = record["points"][-1]["interactions"] if record["points"] else 0
-    model = (DirPG.load(checkpoint, env=_stage_env(stages[0][0]), device="cpu") if made else
-             DirPG(settings["policy"], _stage_env(stages[0][0]), seed=seed, device="cpu", **algorithm_kwargs(settings)))
+    model = (DirPG.load(checkpoint, env=_entry_env(stages[0][0])[1], device="cpu") if made else
+             DirPG(settings["policy"], _entry_env(stages[0][0])[1], seed=seed, device="cpu", **algorithm_kwargs(settings)))
     wall = record["points"][-1]["wall_s"] if made else 0.0  # training seconds, evaluations excluded
     ends = record["stage_ends"]  # the interactions at which each stage ended
     for index, (env_id, count) in enumerate(stages):
@@ -179,7 +177,7 @@ def train_curriculum(
         if index < len(ends) and not last:
             continue
         stage_end = (ends[index - 1] if index else 0) + count
-        model.set_env(_stage_env(env_id))
+        model.set_env(_entry_env(env_id)[1])
         while made < stage_end:
             started = time.perf_counter()
             model.learn(min(every, stage_end - made), reset_num_timesteps=False)
