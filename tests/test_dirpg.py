@@ -568,3 +568,56 @@ def test_refine_budget_caps_only_the_search_after_a_successful_a_opt() -> None:
             assert b.interactions - b.length_opt <= 20
     with pytest.raises(ValueError, match="refine_budget"):
         model.search_config(refine_success=True, refine_budget=0)
+
+
+def test_further_epochs_step_along_the_clipped_surrogate() -> None:
+    """``n_epochs``: a further epoch's gradient at ratio 1 is DirPG's update; a step whose ratio has left
+    ``[1 - clip_range, 1 + clip_range]`` in its sign's direction pushes no more; one inside still does."""
+    from stable_baselines3.common.logger import configure
+
+    from sb3_dirpg.dirpg.update import SearchShare
+
+    def model() -> DirPG:
+        learner = small_model(chain(4), seed=1, batch_episodes=4, search_budget=80, epsilon=20.0, n_epochs=2,
+                              policy_kwargs=dict(optimizer_class=th.optim.SGD))  # fmt: skip
+        learner.set_logger(configure(None, []))
+        return learner
+
+    share = SearchShare.of(model().search(list(range(20, 24))))
+    steps, rows = share.steps, np.arange(len(share.steps.actions))
+    assert (steps.signs > 0).any() and (steps.signs < 0).any(), "the test needs steps of a_dir and of a_opt"
+    signs = th.as_tensor(steps.signs, dtype=th.float32)
+
+    def moved(searched_shift: th.Tensor | None) -> list[th.Tensor]:
+        """:return: the parameters' change by one step, the surrogate's searched log-probabilities shifted by
+        ``searched_shift`` (None: DirPG's update)"""
+        learner = model()
+        before = [p.detach().clone() for p in learner.policy.parameters()]
+        obs = learner.obs_to_policy_tensor(steps.obs)
+        with th.no_grad():
+            log_prob = learner.policy.get_distribution(obs, action_masks=steps.masks).log_prob(th.as_tensor(steps.actions))
+        searched = None if searched_shift is None else log_prob + searched_shift
+        learner._update(steps, rows, 4, searched)
+        return [p.detach() - b for p, b in zip(learner.policy.parameters(), before)]
+
+    dirpg, at_one = moved(None), moved(th.zeros(len(rows)))
+    assert any(d.abs().max() > 0 for d in dirpg)
+    for a, b in zip(dirpg, at_one):
+        assert th.allclose(a, b, rtol=1e-5, atol=1e-9)
+    # ratio 2 on a_dir's steps and 1/2 on a_opt's: every step is past the clip in its own direction
+    for a in moved(-signs * np.log(2.0)):
+        assert th.equal(a, th.zeros_like(a))
+    # ratio 1.1 and 1/1.1: inside the range, each step still pushes its way
+    assert any(d.abs().max() > 0 for d in moved(-signs * np.log(1.1)))
+    learner = model()
+    learner.searched_batch = share
+    learner.train()
+    assert learner._n_updates == 2 and 0.0 <= learner.logger.name_to_value["train/clip_fraction"] <= 1.0
+
+
+def test_n_epochs_makes_that_many_steps_per_batch() -> None:
+    """``n_epochs=3`` makes three optimizer steps per updating batch and still learns the sparse chain."""
+    model = small_model(n_epochs=3)
+    model.learn(30_000)
+    assert model._n_updates > 0 and model._n_updates % 3 == 0
+    assert greedy_actions(model) == [1] * 6

@@ -136,6 +136,8 @@ SETTING_VALUES: dict[str, list[Any]] = {
     "stop_on_success": [False, "False"],
     "refine_success": [False, np.bool_(True), "true"],
     "update_per_episode": [True, "yes"],
+    "n_epochs": [1, 3, 0, 2.5, True],
+    "clip_range": [0.2, 0.0, 1.5, "0.2"],
 }
 
 

@@ -66,6 +66,11 @@ class DirPG(BatchSearch, SimulatorAlgorithm):
         on the batch's mean. With ``batch_episodes=k`` the policy is updated after every map as with
         ``batch_episodes=1``, while the maps are searched ``k`` at a time in lockstep (faster); the search of a batch's
         later maps then uses a policy up to ``k - 1`` updates old
+    :param n_epochs: optimizer steps on each batch's update steps (beyond the paper; docs/algorithm.md). The first is
+        DirPG's update; each further one steps along PPO's clipped surrogate with the advantage +1 on ``a_dir``'s steps
+        and -1 on ``a_opt``'s, so that a step stops pushing once its probability ratio to the searched policy leaves
+        ``[1 - clip_range, 1 + clip_range]``. 1 (the default) is the paper's estimator
+    :param clip_range: with ``n_epochs > 1``, how far the further epochs may move each step's probability, in (0, 1)
     :param lookahead: search up to this many batches at once, in lockstep, and commit them one at a time; the
         algorithm does not change (only the policy is evaluated on batches of other sizes, which may round differently
         in the last bit). A batch whose update is zero leaves the policy as it was, so the next batch's search with it
@@ -124,6 +129,8 @@ class DirPG(BatchSearch, SimulatorAlgorithm):
         refine_budget: int | None = None,
         batch_episodes: int | None = None,
         update_per_episode: bool = False,
+        n_epochs: int = 1,
+        clip_range: float = 0.2,
         lookahead: int = 1,
         max_episode_steps: int | None = None,
         gamma: float = 1.0,
@@ -148,7 +155,7 @@ class DirPG(BatchSearch, SimulatorAlgorithm):
             compiled_loop=compiled_loop,
         )  # fmt: skip
         numbers_ = dict(epsilon=epsilon, search_budget=search_budget, priority=priority, alpha=alpha, lookahead=lookahead,
-                        refine_budget=refine_budget)  # fmt: skip
+                        refine_budget=refine_budget, n_epochs=n_epochs, clip_range=clip_range)  # fmt: skip
         for name, value in {**numbers_, **flags, "n_workers": n_workers, "parallel_backend": parallel_backend}.items():
             self.check_setting(name, value)
         check_astar_heuristic(priority, alpha, heuristic)
@@ -171,6 +178,8 @@ class DirPG(BatchSearch, SimulatorAlgorithm):
         self.alpha = alpha
         self.lookahead = lookahead
         self.refine_budget = refine_budget
+        self.n_epochs = n_epochs
+        self.clip_range = clip_range
         for name, value in flags.items():
             setattr(self, name, value)
         # set when a complete trajectory violated the heuristic's bound: pruning is then off for the rest of training
@@ -326,28 +335,48 @@ class DirPG(BatchSearch, SimulatorAlgorithm):
             groups = [np.flatnonzero(steps.episodes == index) for index in np.unique(steps.episodes)]
         else:
             groups = [np.arange(len(steps.actions))]
+        clipped = []
         for rows in groups:
-            loss, grad_norm = self._update(steps, rows, 1 if self.update_per_episode else n_episodes)
-            self.logger.record_mean("train/loss", loss)
-            self.logger.record_mean("train/grad_norm", grad_norm)
+            searched_log_prob = None
+            for _ in range(self.n_epochs):
+                loss, grad_norm, log_prob = self._update(steps, rows, 1 if self.update_per_episode else n_episodes,
+                                                         searched_log_prob)  # fmt: skip
+                if searched_log_prob is None:
+                    searched_log_prob = log_prob
+                else:
+                    clipped.append(float((th.abs(th.exp(log_prob - searched_log_prob) - 1) > self.clip_range).float().mean()))
+                self.logger.record_mean("train/loss", loss)
+                self.logger.record_mean("train/grad_norm", grad_norm)
+        if clipped:
+            self.logger.record("train/clip_fraction", float(np.mean(clipped)))
         self.logger.record("train/n_updates", self._n_updates, exclude="tensorboard")
 
-    def _update(self, steps: UpdateSteps, rows: np.ndarray, n_episodes: int) -> tuple[float, float]:
+    def _update(
+        self, steps: UpdateSteps, rows: np.ndarray, n_episodes: int, searched_log_prob: th.Tensor | None = None
+    ) -> tuple[float, float, th.Tensor]:
         """One optimizer step on some of a batch's update steps.
 
         :param steps: the batch's update steps
         :param rows: the steps to use
         :param n_episodes: the episodes searched for them (the loss is their mean)
-        :return: the loss and the gradient norm before clipping
+        :param searched_log_prob: None for DirPG's update; for a further epoch (``n_epochs``), the steps'
+            log-probabilities under the policy that searched them, whose ratios the clipped surrogate bounds
+        :return: the loss, the gradient norm before clipping, and the steps' log-probabilities before the step
         """
         obs = self.obs_to_policy_tensor([steps.obs[i] for i in rows] if len(rows) < len(steps.obs) else steps.obs)
         dist = self.policy.get_distribution(obs, action_masks=steps.masks[rows])
         log_prob = dist.log_prob(th.as_tensor(steps.actions[rows], device=self.device))
         signs = th.as_tensor(steps.signs[rows], dtype=log_prob.dtype, device=self.device)
-        # -(1/ε)·mean over episodes of [log P(a_dir) − log P(a_opt)]; shared prefixes cancel and are left out
-        loss = -(signs * log_prob).sum() / (self.epsilon * n_episodes)
+        if searched_log_prob is None:
+            # -(1/ε)·mean over episodes of [log P(a_dir) − log P(a_opt)]; shared prefixes cancel and are left out
+            loss = -(signs * log_prob).sum() / (self.epsilon * n_episodes)
+        else:
+            # PPO's clipped surrogate with advantage ±1: its gradient at ratio 1 is DirPG's update
+            ratio = th.exp(log_prob - searched_log_prob)
+            bounded = th.clamp(ratio, 1.0 - self.clip_range, 1.0 + self.clip_range)
+            loss = -th.minimum(signs * ratio, signs * bounded).sum() / (self.epsilon * n_episodes)
         grad_norm = self._optimizer_step(loss)
-        return float(loss.detach()), grad_norm
+        return float(loss.detach()), grad_norm, log_prob.detach()
 
     def _check_heuristic(self, episodes: list[EpisodeSearch]) -> None:
         """Runtime admissibility check: the search reports, per episode, the largest gap by which a bound on its

@@ -108,6 +108,22 @@ def _check_lookahead(algo: str, value: Any) -> int:
     return int(value)
 
 
+def _check_n_epochs(algo: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+        raise ValueError(
+            f"{algo}: n_epochs must be a positive integer number of optimizer steps per batch (1: the "
+            f"paper's update), got {value!r}"
+        )
+    return int(value)
+
+
+def _check_clip_range(algo: str, value: Any) -> float:
+    value = _real("clip_range")(algo, value)
+    if not 0.0 < value < 1.0:
+        raise ValueError(f"{algo}: clip_range must lie in (0, 1) (PPO's default is 0.2), got {value!r}")
+    return value
+
+
 def _check_n_workers(algo: str, value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, numbers.Real) or int(value) != value or value < 0:
         raise ValueError(f"{algo}: n_workers must be a non-negative integer number of processes, got {value!r}")
@@ -128,6 +144,8 @@ SETTING_CHECKS: dict[str, Any] = {
     "priority": _check_priority,
     "alpha": _check_alpha,
     "lookahead": _check_lookahead,
+    "n_epochs": _check_n_epochs,
+    "clip_range": _check_clip_range,
     "n_workers": _check_n_workers,
     "parallel_backend": lambda algo, value: check_parallel_backend(value),
     **{name: _flag(name) for name in FLAGS},
