@@ -617,7 +617,19 @@ def test_further_epochs_step_along_the_clipped_surrogate() -> None:
 
 def test_n_epochs_makes_that_many_steps_per_batch() -> None:
     """``n_epochs=3`` makes three optimizer steps per updating batch and still learns the sparse chain."""
-    model = small_model(n_epochs=3)
-    model.learn(30_000)
-    assert model._n_updates > 0 and model._n_updates % 3 == 0
+
+    class CountUpdatingBatches(BaseCallback):
+        def __init__(self) -> None:
+            super().__init__()
+            self.updating = 0
+
+        def _on_rollout_end(self) -> None:
+            self.updating += len(self.model.searched_batch.steps.actions) > 0
+
+        def _on_step(self) -> bool:
+            return True
+
+    model, counter = small_model(n_epochs=3), CountUpdatingBatches()
+    model.learn(30_000, callback=counter)
+    assert counter.updating > 0 and model._n_updates == 3 * counter.updating
     assert greedy_actions(model) == [1] * 6
