@@ -335,20 +335,14 @@ class DirPG(BatchSearch, SimulatorAlgorithm):
             groups = [np.flatnonzero(steps.episodes == index) for index in np.unique(steps.episodes)]
         else:
             groups = [np.arange(len(steps.actions))]
-        clipped = []
         for rows in groups:
             searched_log_prob = None
             for _ in range(self.n_epochs):
                 loss, grad_norm, log_prob = self._update(steps, rows, 1 if self.update_per_episode else n_episodes,
                                                          searched_log_prob)  # fmt: skip
-                if searched_log_prob is None:
-                    searched_log_prob = log_prob
-                else:
-                    clipped.append(float((th.abs(th.exp(log_prob - searched_log_prob) - 1) > self.clip_range).float().mean()))
+                searched_log_prob = log_prob if searched_log_prob is None else searched_log_prob
                 self.logger.record_mean("train/loss", loss)
                 self.logger.record_mean("train/grad_norm", grad_norm)
-        if clipped:
-            self.logger.record("train/clip_fraction", float(np.mean(clipped)))
         self.logger.record("train/n_updates", self._n_updates, exclude="tensorboard")
 
     def _update(
@@ -375,6 +369,7 @@ class DirPG(BatchSearch, SimulatorAlgorithm):
             ratio = th.exp(log_prob - searched_log_prob)
             bounded = th.clamp(ratio, 1.0 - self.clip_range, 1.0 + self.clip_range)
             loss = -th.minimum(signs * ratio, signs * bounded).sum() / (self.epsilon * n_episodes)
+            self.logger.record_mean("train/clip_fraction", float((ratio != bounded).float().mean()))
         grad_norm = self._optimizer_step(loss)
         return float(loss.detach()), grad_norm, log_prob.detach()
 
