@@ -433,8 +433,9 @@ def _curve(reach: float | None, end: float = 1e6, step: float = 1e5) -> list[lis
 def test_targets_are_judged_on_medians_within_the_budget() -> None:
     """A tie is not faster; a baseline reaching on 1 seed of 3 does not reach; points past the budget count only for
     the Unsolved target; PPO with DirPG's information is asked for on every env (three seeds where it reaches 0.9 before
-    DirPG); DirPG's and the better PPO's greedy medians are reported."""
-    from sb3_dirpg.experiments.minigrid_targets import judge, targets_table
+    DirPG, a mark earlier: the same mark a few interactions apart is level); DirPG's and the better PPO's greedy medians
+    are reported."""
+    from sb3_dirpg.experiments.minigrid_targets import judge, missing_cells, targets_table
 
     summary = {
         "tie": _row(1e6, dirpg=[_curve(1e5)] * 3, reinforce=[_curve(1e5)] * 3, ppo=[_curve(1e5)] * 3,
@@ -457,6 +458,11 @@ def test_targets_are_judged_on_medians_within_the_budget() -> None:
     assert envs["tie"]["missing"] == [f"{m}@fine: 0 of 3 seeds" for m in ("dirpg", "reinforce", "ppo")]
     assert envs["ahead"]["missing"] == []
     assert envs["behind"]["missing"] == ["ppo_same: 1 of 3 seeds (it reaches 0.9 before DirPG)"]
+    level = _row(1e6, dirpg=[[[x + 39, 0.95 if x >= 5e5 else 0.1, 0.0] for x in np.arange(0, 1.05e6, 1e5)]] * 3,
+                 reinforce=[_curve(None)] * 3, ppo=[_curve(None)] * 3, ppo_same=[_curve(5e5)])
+    assert missing_cells("level", level) == []  # the same evaluation mark, 39 interactions apart, is not "before"
+    level["methods"]["ppo_same"]["curves"] = [_curve(4e5)]
+    assert missing_cells("level", level) == ["ppo_same: 1 of 3 seeds (it reaches 0.9 before DirPG)"]
     assert envs["behind"]["ppo_best_greedy"] == 0 and envs["behind"]["dirpg_greedy"] == float("inf")
     assert envs["late"]["missing"] == ["ppo: 1 of 3 seeds to 1M", "ppo_same: 0 of 1 seed"]
     text = targets_table(verdict)

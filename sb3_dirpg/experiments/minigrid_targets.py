@@ -160,7 +160,8 @@ def missing_cells(env_id: str, row: dict[str, Any]) -> list[str]:
     if not same.get("finished", 0):
         missing.append("ppo_same: 0 of 1 seed")
     elif same.get("finished", 0) < MIN_SEEDS and "dirpg" in methods:  # 3 seeds where it reaches 0.9 before DirPG
-        if median_reach(same["curves"], budget) < median_reach(methods["dirpg"]["curves"], budget):
+        # the same evaluation mark is not "before" (it lands a few interactions past the mark, by a different amount)
+        if median_reach(same["curves"], budget) < median_reach(methods["dirpg"]["curves"], budget) - _slack(same["curves"]):
             missing.append(f"ppo_same: {same['finished']} of {MIN_SEEDS} seeds (it reaches 0.9 before DirPG)")
     return missing
 
