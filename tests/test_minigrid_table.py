@@ -511,10 +511,38 @@ def test_a_tie_is_broken_by_the_fine_cells_of_every_tied_method() -> None:
         "unbroken": _row(1e6, **tied, **fine),
     }
     envs = judge(summary)["envs"]
-    assert envs["won"]["faster"] is True and envs["won"]["tie_break"] == {"dirpg": 3e4, "reinforce": 6e4, "ppo": 5e4}
+    assert envs["won"]["faster"] is True
+    assert envs["won"]["tie_break"] == {"fine": {"dirpg": 3e4, "reinforce": 6e4, "ppo": 5e4}}
     assert envs["lost"]["faster"] is False
     assert envs["unbroken"]["faster"] is False and envs["unbroken"]["missing"] == ["ppo@fine: 0 of 3 seeds"]
     assert "@fine: dirpg 30k, reinforce 60k, ppo 50k" in targets_table(judge(summary))
+
+
+def test_a_tie_at_the_fine_cells_is_broken_by_the_finer_ones_where_they_were_run() -> None:
+    """Tied again at the ``@fine`` evaluations (every 10k here), DirPG is faster only if the ``@finer`` cells (every 2k)
+    put it ahead of every baseline still tied; without ``@finer`` cells the tie stands and none are asked for, and a
+    baseline whose ``@finer`` cells are missing keeps it standing and is listed."""
+    from sb3_dirpg.experiments.minigrid_targets import judge, targets_table
+
+    tied = dict(dirpg=[_curve(1e5)] * 3, reinforce=[_curve(None)] * 3, ppo=[_curve(1e5)] * 3, ppo_same=[_curve(None)])
+    fine = {"dirpg@fine": [_curve(3e4, 1e5, 1e4)] * 3, "ppo@fine": [_curve(3e4, 1e5, 1e4)] * 3}
+    summary = {
+        "won": _row(1e6, **tied, **fine, **{"dirpg@finer": [_curve(1.2e4, 4e4, 2e3)] * 3,
+                                            "ppo@finer": [_curve(2e4, 4e4, 2e3)] * 3}),
+        "lost": _row(1e6, **tied, **fine, **{"dirpg@finer": [_curve(2.2e4, 4e4, 2e3)] * 3,
+                                             "ppo@finer": [_curve(2e4, 4e4, 2e3)] * 3}),
+        "level": _row(1e6, **tied, **fine, **{"dirpg@finer": [_curve(2e4, 4e4, 2e3)] * 3,
+                                              "ppo@finer": [_curve(2e4, 4e4, 2e3)] * 3}),
+        "not_run": _row(1e6, **tied, **fine),
+        "half_run": _row(1e6, **tied, **fine, **{"dirpg@finer": [_curve(1.2e4, 4e4, 2e3)] * 3}),
+    }  # fmt: skip
+    envs = judge(summary)["envs"]
+    assert envs["won"]["faster"] is True
+    assert envs["won"]["tie_break"] == {"fine": {"dirpg": 3e4, "ppo": 3e4}, "finer": {"dirpg": 1.2e4, "ppo": 2e4}}
+    assert [envs[e]["faster"] for e in ("lost", "level", "not_run", "half_run")] == [False] * 4
+    assert envs["not_run"]["missing"] == [] and envs["not_run"]["tie_break"] == {"fine": {"dirpg": 3e4, "ppo": 3e4}}
+    assert envs["half_run"]["missing"] == ["ppo@finer: 0 of 3 seeds"]
+    assert "@fine: dirpg 30k, ppo 30k; @finer: dirpg 12k, ppo 20k" in targets_table(judge(summary))
 
 
 def test_a_median_that_running_seeds_may_still_reach_is_not_reached_yet() -> None:

@@ -18,9 +18,10 @@ an env past 1M, 3 seeds to 1M and one run on to the budget where all are far fro
 reward where rl-zoo3's PPO does not reach 0.9 or the env is Unsolved.
 
 The table evaluates every 5 % of the budget (50k on a 1M env), so two methods can tie at an evaluation. Such a tie is
-broken by the ``@fine`` cells (:data:`TIE_BREAK`): the same training runs (same entry, same seeds; the evaluation leaves
-training alone) to a shorter budget, so their evaluations come every 5 % of that. Target 2 then compares the medians of
-those, for DirPG and every baseline it tied with.
+broken by the ``@fine`` cells (:data:`TIE_BREAKS`): the same training runs (same entry, same seeds; the evaluation
+leaves training alone) to a shorter budget, so their evaluations come every 5 % of that. Target 2 then compares the
+medians of those, for DirPG and every baseline it tied with. A tie there is broken the same way by the ``@finer`` cells
+(a shorter budget again), where they have been run.
 """
 
 from __future__ import annotations
@@ -38,8 +39,8 @@ UNSOLVED_LIMIT = 10_000_000
 MIN_SEEDS = 3
 #: past 1M, one rl-zoo3 PPO seed of three is enough where all are below this at 1M ("far from 0.9")
 PPO_FAR = 0.5
-#: the tag of the cells that break a tie at the table's resolution (``--tag fine --budget B``)
-TIE_BREAK = "fine"
+#: the tags of the cells that break a tie at the table's resolution (``--tag fine --budget B``), then at theirs
+TIE_BREAKS = ("fine", "finer")
 
 
 def overshoot(interactions: Sequence[float]) -> float:
@@ -166,13 +167,16 @@ def missing_cells(env_id: str, row: dict[str, Any]) -> list[str]:
     return missing
 
 
-def break_tie(methods: dict[str, Any], tied: Sequence[str], budget: float) -> tuple[dict[str, float], list[str]]:
-    """:param methods: an env's methods in the summary, with the ``@fine`` cells
+def break_tie(
+    methods: dict[str, Any], tied: Sequence[str], budget: float, tag: str = TIE_BREAKS[0]
+) -> tuple[dict[str, float], list[str]]:
+    """:param methods: an env's methods in the summary, with the tie-breaking cells
     :param tied: DirPG and the baselines whose medians tie with it
     :param budget: the env's budget
-    :return: the medians to 0.9 of the ``@fine`` cells of ``tied`` (empty unless all have :data:`MIN_SEEDS` finished
-        seeds), and the ``@fine`` cells still missing"""
-    names = [f"{method}@{TIE_BREAK}" for method in tied]
+    :param tag: the tie-breaking cells' tag (one of :data:`TIE_BREAKS`)
+    :return: the medians to 0.9 of the ``@tag`` cells of ``tied`` (empty unless all have :data:`MIN_SEEDS` finished
+        seeds), and the ``@tag`` cells still missing"""
+    names = [f"{method}@{tag}" for method in tied]
     missing = [f"{n}: {methods.get(n, {}).get('finished', 0)} of {MIN_SEEDS} seeds" for n in names
                if methods.get(n, {}).get("finished", 0) < MIN_SEEDS]  # fmt: skip
     if missing:
@@ -184,6 +188,29 @@ def _slack(curves: Sequence[Sequence[Sequence[float]]]) -> float:
     """:param curves: one method's curves on an env
     :return: how far apart two interactions-to-0.9 may be and still be the same evaluation mark"""
     return overshoot([point[0] for point in curves[0]]) if curves else 0.0
+
+
+def _break_ties(methods: dict[str, Any], tied: Sequence[str], budget: float) -> tuple[bool, dict[str, Any], list[str]]:
+    """Break a tie at the table's evaluations with the ``@fine`` cells, and a tie there with the ``@finer`` ones.
+
+    :param methods: an env's methods in the summary, with the tie-breaking cells
+    :param tied: the baselines whose medians tie with DirPG's (none ahead of it)
+    :param budget: the env's budget
+    :return: whether DirPG is faster, the medians of each tie-breaking tag used (``{tag: {method: median}}``), and the
+        tie-breaking cells still missing
+    """
+    faster, medians = False, {}
+    for tag in TIE_BREAKS:
+        found, missing = break_tie(methods, ["dirpg", *tied], budget, tag)
+        if not found:
+            return faster, medians, missing if tag == TIE_BREAKS[0] or f"dirpg@{tag}" in methods else []
+        medians[tag], slack = found, _slack(methods[f"dirpg@{tag}"]["curves"])
+        others = {m: v for m, v in found.items() if m != "dirpg"}
+        faster = bool(found["dirpg"] < min(others.values()) - slack)
+        tied = [m for m, v in others.items() if abs(v - found["dirpg"]) <= slack]
+        if faster or not tied or any(v < found["dirpg"] - slack for v in others.values()):
+            break
+    return faster, medians, []
 
 
 def judge(summary: dict[str, Any]) -> dict[str, Any]:
@@ -205,11 +232,8 @@ def judge(summary: dict[str, Any]) -> dict[str, Any]:
         faster, tie_break, missing = (bool(dirpg < best - slack) if reached else None), {}, missing_cells(env_id, row)
         tied = [m for m, v in reached.items() if abs(v - dirpg) <= slack]
         if tied and all(v >= dirpg - slack for v in reached.values()):
-            tie_break, missing_fine = break_tie(methods, ["dirpg", *tied], budget)
+            faster, tie_break, missing_fine = _break_ties(methods, tied, budget)
             missing += missing_fine
-            if tie_break:
-                fine = _slack(methods[f"dirpg@{TIE_BREAK}"]["curves"])
-                faster = bool(tie_break["dirpg"] < min(v for m, v in tie_break.items() if m != "dirpg") - fine)
         ppos = {m: (median_reach(methods[m]["curves"], budget), median_reach(methods[m]["curves"], budget, column=2))
                 for m in PPOS if m in methods}  # fmt: skip
         envs[env_id] = {
@@ -260,8 +284,9 @@ def targets_table(verdict: dict[str, Any]) -> str:
         reaches = ("yes" if e["dirpg_reaches"] else "**no**") if e["baseline_reaches"] else "– (no baseline reaches)"
         faster = "–" if e["faster"] is None else ("yes" if e["faster"] else "**no**")
         if e.get("tie_break"):
-            faster += " (tie at the table's evaluations; @fine: " + ", ".join(
-                f"{m} {format_count(v)}" for m, v in e["tie_break"].items()
+            faster += " (tie at the table's evaluations; " + "; ".join(
+                f"@{tag}: " + ", ".join(f"{m} {format_count(v)}" for m, v in medians.items())
+                for tag, medians in e["tie_break"].items()
             ) + ")"
         unsolved = ("yes" if e["unsolved_solved"] else "**no**") if e["unsolved"] else "–"
         name = env_id.removeprefix("MiniGrid-").removesuffix("-v0")

@@ -23,7 +23,7 @@ from sb3_dirpg.experiments.minigrid_table.cells import (
 )  # fmt: skip
 from sb3_dirpg.experiments.minigrid_targets import (
     LEVEL,
-    TIE_BREAK,
+    TIE_BREAKS,
     format_count,
     judge,
     success_at,
@@ -273,7 +273,7 @@ def report(runs: Path, out: Path, envs: Sequence[str], methods: Sequence[str], p
     out.mkdir(parents=True, exist_ok=True)
     write_json(out / "minigrid_table.json", summary)
     (out / "minigrid_table.md").write_text(markdown_table(summary))
-    verdict = judge(summarize(runs, envs, [*METHODS, *[f"{method}@{TIE_BREAK}" for method in METHODS]]))
+    verdict = judge(summarize(runs, envs, [*METHODS, *[f"{method}@{tag}" for tag in TIE_BREAKS for method in METHODS]]))
     write_json(out / "minigrid_targets.json", verdict)
     (out / "minigrid_targets.md").write_text(targets_table(verdict))
     if page is not None:
