@@ -545,6 +545,28 @@ def test_a_tie_at_the_fine_cells_is_broken_by_the_finer_ones_where_they_were_run
     assert "@fine: dirpg 30k, ppo 30k; @finer: dirpg 12k, ppo 20k" in targets_table(judge(summary))
 
 
+def test_wall_time_is_judged_on_the_cells_run_side_by_side_only() -> None:
+    """The wall-time verdict reads the ``@side`` cells' median wall time to 0.9: DirPG's must be no more than every
+    PPO's that reached; an env with no side-by-side cells, or where none reached, gets no verdict."""
+    from sb3_dirpg.experiments.minigrid_targets import judge, targets_table, wall_no_more
+
+    def side(**walls: float) -> dict:
+        return {f"{m}@side": {"seeds": 3, "finished": 3, "curves": [_curve(1e5)] * 3, "wall_to_level": w}
+                for m, w in walls.items()}  # fmt: skip
+
+    base = dict(dirpg=[_curve(1e5)] * 3, reinforce=[_curve(None)] * 3, ppo=[_curve(2e5)] * 3, ppo_same=[_curve(None)])
+    summary = {"quicker": _row(1e6, **base), "slower": _row(1e6, **base), "unmeasured": _row(1e6, **base)}
+    summary["quicker"]["methods"].update(side(dirpg=30.0, ppo=60.0, ppo_same=float("inf")))
+    summary["slower"]["methods"].update(side(dirpg=30.0, ppo=60.0, ppo_same=20.0))
+    verdict = judge(summary)
+    assert [verdict["envs"][e]["wall_no_more"] for e in summary] == [True, False, None]
+    assert verdict["wall"] == [1, 2]
+    assert wall_no_more({"dirpg": 5.0}) is None and wall_no_more({"dirpg": np.inf, "ppo": np.inf}) is None
+    assert wall_no_more({"dirpg": np.inf, "ppo": 9.0}) is False
+    text = targets_table(verdict)
+    assert "| 0.5 min / ppo 1.0 min, ppo_same 0.3 min (**no**) |" in text and "on 1 of the 2 envs measured" in text
+
+
 def test_a_median_that_running_seeds_may_still_reach_is_not_reached_yet() -> None:
     """Two seeds of three still running short of the budget: their median is undecided, not "not reached". Once they
     have run to the budget without reaching, or when one seed alone is running, it is decided."""

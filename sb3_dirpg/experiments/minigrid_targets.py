@@ -22,6 +22,10 @@ broken by the ``@fine`` cells (:data:`TIE_BREAKS`): the same training runs (same
 leaves training alone) to a shorter budget, so their evaluations come every 5 % of that. Target 2 then compares the
 medians of those, for DirPG and every baseline it tied with. A tie there is broken the same way by the ``@finer`` cells
 (a shorter budget again), where they have been run.
+
+Wall times from cells run at different times are not comparable on a shared machine, so issue 44's wall-time target
+is judged on the ``@side`` cells (:data:`SIDE_BY_SIDE`) only: DirPG and both PPOs trained on the same seed at the same
+time, one process each, with the same evaluations.
 """
 
 from __future__ import annotations
@@ -41,6 +45,9 @@ MIN_SEEDS = 3
 PPO_FAR = 0.5
 #: the tags of the cells that break a tie at the table's resolution (``--tag fine --budget B``), then at theirs
 TIE_BREAKS = ("fine", "finer")
+#: the tag of the cells that measure wall time side by side: DirPG and the PPOs on one seed at once, on the same machine
+#: (``--tag side --methods dirpg ppo ppo_same --seeds S --procs 3``)
+SIDE_BY_SIDE = "side"
 
 
 def overshoot(interactions: Sequence[float]) -> float:
@@ -218,7 +225,7 @@ def judge(summary: dict[str, Any]) -> dict[str, Any]:
         ``@fine`` cells where there are any)
     :return: per env: DirPG's and each baseline's median interactions to 0.9 within the budget, whether DirPG reaches
         0.9 and is faster than the best baseline that does (a tie broken by the ``@fine`` cells), the Unsolved verdict
-        and the missing cells; and the three targets' counts"""
+        and the missing cells, and the wall times measured side by side (:func:`wall_no_more`); and the targets' counts"""
     envs: dict[str, Any] = {}
     for env_id, row in summary.items():
         methods, budget = row["methods"], row["budget"]
@@ -236,6 +243,8 @@ def judge(summary: dict[str, Any]) -> dict[str, Any]:
             missing += missing_fine
         ppos = {m: (median_reach(methods[m]["curves"], budget), median_reach(methods[m]["curves"], budget, column=2))
                 for m in PPOS if m in methods}  # fmt: skip
+        side = {m: methods[f"{m}@{SIDE_BY_SIDE}"]["wall_to_level"] for m in ("dirpg", *PPOS)
+                if f"{m}@{SIDE_BY_SIDE}" in methods}  # fmt: skip
         envs[env_id] = {
             "dirpg_greedy": median_reach(methods["dirpg"]["curves"], budget, column=2),
             "ppo_best": min((v[0] for v in ppos.values()), default=float("inf")),
@@ -249,6 +258,8 @@ def judge(summary: dict[str, Any]) -> dict[str, Any]:
             "unsolved": row["unsolved"],
             "unsolved_solved": any(np.isfinite(first_reach(c, UNSOLVED_LIMIT)) for c in methods["dirpg"]["curves"]),
             "missing": missing,
+            "wall_side": side,
+            "wall_no_more": wall_no_more(side),
             "undecided": [m for m in ("dirpg", *baselines)
                           if undecided(methods[m]["curves"], budget, methods[m].get("budgets"))],  # fmt: skip
         }
@@ -259,7 +270,19 @@ def judge(summary: dict[str, Any]) -> dict[str, Any]:
         "reaches": [sum(e["dirpg_reaches"] for e in contested), len(contested)],
         "faster": [sum(bool(e["faster"]) for e in contested), len(contested)],
         "unsolved": [sum(e["unsolved_solved"] for e in unsolved), len(unsolved)],
+        "wall": [sum(e["wall_no_more"] is True for e in envs.values()),
+                 sum(e["wall_no_more"] is not None for e in envs.values())],
     }
+
+
+def wall_no_more(side: dict[str, float]) -> bool | None:
+    """:param side: median training wall time to 0.9 (sampled and greedy) of the ``@side`` cells, by method
+    :return: whether DirPG's is no more than every PPO's that reaches 0.9; None where DirPG and a PPO were not
+        measured side by side, or none of them reached 0.9"""
+    ppos = [side[m] for m in PPOS if m in side]
+    if "dirpg" not in side or not ppos or not np.isfinite(min([side["dirpg"], *ppos])):
+        return None
+    return bool(side["dirpg"] <= min(ppos))
 
 
 def format_count(value: float, running: bool = False) -> str:
@@ -271,13 +294,28 @@ def format_count(value: float, running: bool = False) -> str:
     return f"{value / 1e6:.2f}M" if value >= 1e6 else f"{value / 1e3:.0f}k"
 
 
+def _fmt_side(side: dict[str, float], no_more: bool | None) -> str:
+    """:param side: median wall time to 0.9 of the ``@side`` cells, by method
+    :param no_more: :func:`wall_no_more`'s verdict
+    :return: e.g. ``0.1 min / ppo 0.3 min, ppo_same 0.3 min (yes)``, or ``–`` where not measured"""
+    if "dirpg" not in side:
+        return "–"
+
+    def minutes(seconds: float) -> str:
+        return f"{seconds / 60:.1f} min" if np.isfinite(seconds) else "not reached"
+
+    ppos = ", ".join(f"{m} {minutes(v)}" for m, v in side.items() if m != "dirpg") or "none run"
+    verdict = "" if no_more is None else (" (yes)" if no_more else " (**no**)")
+    return f"{minutes(side['dirpg'])} / {ppos}{verdict}"
+
+
 def targets_table(verdict: dict[str, Any]) -> str:
     """:param verdict: :func:`judge`'s output
     :return: a Markdown table, one row per env, and the three targets' counts"""
     lines = ["| env | DirPG, median to 0.9 | baselines, median to 0.9 | greedy to 0.9: DirPG / better PPO | "
              "DirPG reaches where a baseline does | DirPG faster than the best baseline | Unsolved: DirPG 0.9 within 1e7 | "
-             "cells missing |",
-             "| --- | ---: | --- | --- | --- | --- | --- | --- |"]  # fmt: skip
+             "wall time to 0.9 side by side: DirPG / PPOs | cells missing |",
+             "| --- | ---: | --- | --- | --- | --- | --- | --- | --- |"]  # fmt: skip
     for env_id, e in verdict["envs"].items():
         running = e.get("undecided", [])
         baselines = ", ".join(f"{m} {format_count(v, m in running)}" for m, v in e["baselines"].items()) or "none run"
@@ -292,7 +330,8 @@ def targets_table(verdict: dict[str, Any]) -> str:
         name = env_id.removeprefix("MiniGrid-").removesuffix("-v0")
         dirpg, missing = format_count(e["dirpg"], "dirpg" in running), "; ".join(e["missing"]) or "–"
         greedy = f"{format_count(e['dirpg_greedy'])} / {format_count(e['ppo_best_greedy'])}"
-        lines.append(f"| {name} | {dirpg} | {baselines} | {greedy} | {reaches} | {faster} | {unsolved} | {missing} |")
+        wall = _fmt_side(e.get("wall_side", {}), e.get("wall_no_more"))
+        lines.append(f"| {name} | {dirpg} | {baselines} | {greedy} | {reaches} | {faster} | {unsolved} | {wall} | {missing} |")
     (r, n), (f, m), (u, k) = verdict["reaches"], verdict["faster"], verdict["unsolved"]
     lines += [
         "",
@@ -301,6 +340,10 @@ def targets_table(verdict: dict[str, Any]) -> str:
         f"({'met' if m and 3 * f >= 2 * m else 'not met'}).",
         f"* Target 3, two of the three Unsolved: {u} of {k} ({'met' if u >= 2 else 'not met'}).",
     ]
+    w, j = verdict.get("wall", (0, 0))
+    if j:
+        lines.append(f"* Wall time to 0.9, side by side (`@{SIDE_BY_SIDE}` cells): DirPG's no more than the PPOs' on {w} of "
+                     f"the {j} envs measured.")  # fmt: skip
     incomplete = sum(bool(e["missing"]) for e in verdict["envs"].values())
     if incomplete:
         lines.append(f"* {incomplete} envs still lack cells (last column): these counts can change as they are run.")

@@ -23,6 +23,7 @@ from sb3_dirpg.experiments.minigrid_table.cells import (
 )  # fmt: skip
 from sb3_dirpg.experiments.minigrid_targets import (
     LEVEL,
+    SIDE_BY_SIDE,
     TIE_BREAKS,
     format_count,
     judge,
@@ -273,7 +274,8 @@ def report(runs: Path, out: Path, envs: Sequence[str], methods: Sequence[str], p
     out.mkdir(parents=True, exist_ok=True)
     write_json(out / "minigrid_table.json", summary)
     (out / "minigrid_table.md").write_text(markdown_table(summary))
-    verdict = judge(summarize(runs, envs, [*METHODS, *[f"{method}@{tag}" for tag in TIE_BREAKS for method in METHODS]]))
+    judged = [*METHODS, *[f"{method}@{tag}" for tag in (*TIE_BREAKS, SIDE_BY_SIDE) for method in METHODS]]
+    verdict = judge(summarize(runs, envs, judged))
     write_json(out / "minigrid_targets.json", verdict)
     (out / "minigrid_targets.md").write_text(targets_table(verdict))
     if page is not None:
