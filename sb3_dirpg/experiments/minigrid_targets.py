@@ -300,13 +300,15 @@ def _fmt_side(side: dict[str, float], no_more: bool | None) -> str:
     :return: e.g. ``0.1 min / ppo 0.3 min, ppo_same 0.3 min (yes)``, or ``–`` where not measured"""
     if "dirpg" not in side:
         return "–"
-
-    def minutes(seconds: float) -> str:
-        return f"{seconds / 60:.1f} min" if np.isfinite(seconds) else "not reached"
-
-    ppos = ", ".join(f"{m} {minutes(v)}" for m, v in side.items() if m != "dirpg") or "none run"
+    ppos = ", ".join(f"{m} {format_minutes(v)}" for m, v in side.items() if m != "dirpg") or "none run"
     verdict = "" if no_more is None else (" (yes)" if no_more else " (**no**)")
-    return f"{minutes(side['dirpg'])} / {ppos}{verdict}"
+    return f"{format_minutes(side['dirpg'])} / {ppos}{verdict}"
+
+
+def format_minutes(seconds: float) -> str:
+    """:param seconds: a wall time (inf: 0.9 never reached)
+    :return: ``1.3 min`` or ``not reached``"""
+    return f"{seconds / 60:.1f} min" if np.isfinite(seconds) else "not reached"
 
 
 def targets_table(verdict: dict[str, Any]) -> str:

@@ -26,6 +26,7 @@ from sb3_dirpg.experiments.minigrid_targets import (
     SIDE_BY_SIDE,
     TIE_BREAKS,
     format_count,
+    format_minutes,
     judge,
     success_at,
     targets_table,
@@ -179,9 +180,6 @@ def _fmt_rate(value: float | None) -> str:
     return "–" if value is None else f"{value:.2f}"
 
 
-def _fmt_wall(seconds: float) -> str:
-    return f"{seconds / 60:.1f} min" if np.isfinite(seconds) else "not reached"
-
 
 def _seeds(method: dict[str, Any]) -> str:
     """:param method: one method's row of the summary
@@ -210,7 +208,7 @@ def markdown_table(summary: dict[str, Any]) -> str:
                 f"| {name} | {format_count(row['budget'])} ({format_count(row['zoo_budget'])}) | {method} | {_seeds(m)} | "
                 f"{format_count(m['to_level'])} ({m['reached']}/{m['seeds']}) | "
                 f"{format_count(m['to_level_greedy'])} ({m['reached_greedy']}/{m['seeds']}) | "
-                f"{_fmt_wall(m['wall_to_level'])} | "
+                f"{format_minutes(m['wall_to_level'])} | "
                 f"{_fmt_rate(m['at_zoo_budget'])} | {_fmt_rate(m['at_end'])} / {_fmt_rate(m['at_end_greedy'])} | "
                 f"{m['wall_s'] / 60:.1f} min | {m['rate']:,.0f} | {m['reward']} | {m['observation']} | {m['heuristic']} |"
             )
