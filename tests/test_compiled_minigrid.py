@@ -10,9 +10,11 @@ import minigrid
 import numpy as np
 import pytest
 import torch as th
+from minigrid.core.constants import DIR_TO_VEC
 from minigrid.core.grid import Grid
 from minigrid.core.mission import MissionSpace
 from minigrid.core.world_object import Ball, Door, Floor, Goal, Key, Lava
+from minigrid.envs import KeyCorridorEnv
 from minigrid.minigrid_env import MiniGridEnv
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.vec_env import DummyVecEnv
@@ -21,8 +23,15 @@ from sb3_dirpg import DirPG
 from sb3_dirpg.baselines import Reinforce
 from sb3_dirpg.common.simulator_backends import make_vec_simulator
 from sb3_dirpg.common.vec_simulator import VecSimulator
-from sb3_dirpg.envs import make_minigrid_env
-from sb3_dirpg.envs.minigrid import CompiledMiniGridSimulator, MiniGridCNN, MultiRoomBound
+from sb3_dirpg.envs import (
+    DirectionImageObs,
+    FastObservation,
+    MiniGridBound,
+    MiniGridProgressReward,
+    MiniGridShapedReward,
+    make_minigrid_env,
+)
+from sb3_dirpg.envs.minigrid import CompiledMiniGridSimulator, MiniGridCNN, MiniGridProgressBound, MultiRoomBound
 from sb3_dirpg.simulator import SimulatorWrapper
 
 
@@ -66,8 +75,30 @@ class LockedDoorEnv(MiniGridEnv):
         self.mission = "open"
 
 
+class KeyCorridorAtBallEnv(KeyCorridorEnv):
+    """KeyCorridor (rooms of 2 x 2 cells, 2 rows) with the agent next to the ball, facing it, and the key beside the
+    agent: a pickup is the success at once, and after the key's pickup it needs a drop first."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(num_rows=2, room_size=4, max_steps=40, **kwargs)
+
+    def _gen_grid(self, width: int, height: int) -> None:
+        super()._gen_grid(width, height)
+        ox, oy = (int(v) for v in self.obj.cur_pos)
+        direction, (dx, dy) = next((d, v) for d, v in enumerate(DIR_TO_VEC) if self.grid.get(ox - v[0], oy - v[1]) is None)
+        self.agent_pos, self.agent_dir = (ox - dx, oy - dy), direction
+        key = next(cell for cell in self.grid.grid if cell is not None and cell.type == "key")
+        beside = [(ox - dx + vx, oy - dy + vy) for vx, vy in DIR_TO_VEC]
+        free = [cell for cell in beside if cell != (ox, oy) and self.grid.get(*cell) is None]
+        if free:
+            self.grid.set(*key.cur_pos, None)
+            self.grid.set(*free[0], key)
+            key.cur_pos = np.array(free[0])
+
+
 gym.register("SB3DirPGTest/ObjectsRoom-v0", entry_point=ObjectsRoomEnv)
 gym.register("SB3DirPGTest/LockedDoor-v0", entry_point=LockedDoorEnv)
+gym.register("SB3DirPGTest/KeyCorridorAtBall-v0", entry_point=KeyCorridorAtBallEnv)
 
 # per env: the events random play from every reached state must produce, so that each rule of the step is compared
 FAMILIES = {
@@ -85,13 +116,32 @@ FAMILIES = {
     "SB3DirPGTest/ObjectsRoom-v0": ({}, {"pickup", "drop", "door opened", "door closed", "lava", "goal"}),
     "SB3DirPGTest/ObjectsRoom-v0 small view": ({"agent_view_size": 5}, {"pickup", "drop", "door opened"}),
 }
+# per env: the events of the progress reward's chain too ("progress", "regress": its steps to success fell or rose by
+# one; "jump": by more, as where a key's way starts or ends, or in lava)
+PROGRESS_FAMILIES = {
+    "MiniGrid-DoorKey-5x5-v0": {"pickup", "drop", "door opened", "progress", "regress"},
+    "MiniGrid-KeyCorridorS3R3-v0": {"door opened", "door closed", "progress", "regress"},
+    "SB3DirPGTest/KeyCorridorAtBall-v0": {"pickup", "drop", "goal", "progress", "regress"},
+    "MiniGrid-LavaGapS7-v0": {"lava", "jump"},
+    "MiniGrid-FourRooms-v0": {"progress", "regress"},
+    "SB3DirPGTest/ObjectsRoom-v0": {"pickup", "drop", "door opened", "lava", "goal", "progress", "regress"},
+}
+PROGRESS_REWARD = 0.001  # small: a reward is a multiple of 5 (door, pickup and goal) plus the progress's part
 ACTION_WEIGHTS = np.array([1.0, 1.0, 3.0, 1.0, 1.0, 2.0, 0.3])  # more forward and toggle moves: play gets further
 
 
-def _events(trans: Any, row: int, steps: int, max_steps: int, door_reward: float, pickup_reward: float) -> set[str]:
+def _events(
+    trans: Any, row: int, steps: int, max_steps: int, door_reward: float, pickup_reward: float, progress_reward: float = 0.0
+) -> set[str]:  # fmt: skip
     """:param steps: the step count of the state reached
+    :param progress_reward: the progress reward of the chain (0: none)
     :return: what the env's transition of ``row`` shows happened"""
     reward, found = trans.rewards[row], set()
+    if progress_reward:
+        shaped = 5.0 * round(reward / 5.0)
+        change = round((reward - shaped) / progress_reward)
+        found |= {1: {"progress"}, 0: set(), -1: {"regress"}}.get(change, {"jump"})
+        reward = shaped
     if trans.success[row]:
         found.add("goal")
         reward -= 100.0
@@ -108,18 +158,31 @@ def _events(trans: Any, row: int, steps: int, max_steps: int, door_reward: float
     return found
 
 
+def _progress_chain(env_id: str) -> gym.Env:
+    """:return: the env with the frontier entries' wrappers, the door and pickup rewards kept, and MiniGridProgressReward"""
+    env = MiniGridShapedReward(FastObservation(gym.make(env_id)))
+    return DirectionImageObs(MiniGridProgressReward(env, progress_reward=PROGRESS_REWARD))
+
+
 def _play_both(
-    env_id: str, env_kwargs: dict[str, Any], gamma: float, step_limit: bool, seed: int, iterations: int
-) -> set[str]:
+    env_id: str, env_kwargs: dict[str, Any], gamma: float, step_limit: bool, seed: int, iterations: int,
+    bound_class: type = MultiRoomBound,
+) -> set[str]:  # fmt: skip
     """Step the env and the compiled simulator from the same randomly chosen reached states, comparing every output.
 
+    :param bound_class: the bound: ``MultiRoomBound`` (with ``step_limit``), ``MiniGridBound``, or
+        ``MiniGridProgressBound`` on :func:`_progress_chain`
     :return: the events seen
     """
+    progress = bound_class is MiniGridProgressBound
 
     def make() -> gym.Env:
+        if progress:
+            return _progress_chain(env_id)
         return make_minigrid_env(env_id.split(" ")[0], **env_kwargs)
 
-    bound = MultiRoomBound.for_env(make(), gamma=gamma, step_limit=step_limit)
+    options = {"step_limit": step_limit} if bound_class is MultiRoomBound else {}
+    bound = bound_class.for_env(make(), gamma=gamma, **options)
     reference = VecSimulator([SimulatorWrapper(make()) for _ in range(2)], bound)
     compiled = CompiledMiniGridSimulator([SimulatorWrapper(make())], bound)
     rng = np.random.default_rng(seed)
@@ -142,7 +205,7 @@ def _play_both(
             assert got.obs[r]["direction"] == want.obs[r]["direction"]
             np.testing.assert_array_equal(got.obs[r]["image"], want.obs[r]["image"], err_msg=f"image on {env_id}")
             steps = pool[rows[r]][3] + 1
-            seen |= _events(want, r, steps, max_steps, bound.door_reward, bound.pickup_reward)
+            seen |= _events(want, r, steps, max_steps, bound.door_reward, bound.pickup_reward, PROGRESS_REWARD * progress)
             if want.terminal[r]:
                 assert got.snapshots[r] is None
             else:
@@ -158,6 +221,18 @@ def test_compiled_steps_give_the_env_transitions(env_id: str) -> None:
     env_kwargs, events = FAMILIES[env_id]
     seen = _play_both(env_id, env_kwargs, 1.0, False, seed=0, iterations=80)
     seen |= _play_both(env_id, env_kwargs, 0.95, True, seed=1, iterations=80)
+    assert events <= seen, f"random play on {env_id} never showed {events - seen}: the comparison missed those rules"
+
+
+@pytest.mark.parametrize("env_id", list(PROGRESS_FAMILIES))
+def test_compiled_progress_reward_and_grid_bound_give_the_env_transitions(env_id: str) -> None:
+    """With MiniGridProgressReward and MiniGridProgressBound (shortest paths, through a key where locked doors stand
+    in the way), and with MiniGridBound alone, the compiled simulator's outputs equal the env's, bit for bit: KeyCorridor's
+    success (its object picked up) included."""
+    seen = _play_both(env_id, {}, 1.0, False, seed=0, iterations=80, bound_class=MiniGridProgressBound)
+    seen |= _play_both(env_id, {}, 0.95, False, seed=1, iterations=80, bound_class=MiniGridProgressBound)
+    _play_both(env_id, {}, 0.99, False, seed=2, iterations=40, bound_class=MiniGridBound)
+    events = PROGRESS_FAMILIES[env_id]
     assert events <= seen, f"random play on {env_id} never showed {events - seen}: the comparison missed those rules"
 
 

@@ -2,10 +2,10 @@
 
 The search spends most of an interaction in the simulator: MiniGrid's Python step, the snapshot and restore of its
 objects, and the bound (``python -m benchmarks.throughput`` from a source checkout profiles it). For MiniGrid envs that use the
-base class's dynamics, the state is small: the agent's cell, direction, step count and carried object, and the grid's
+base class's dynamics (KeyCorridor's success rule included), the state is small: the agent's cell, direction, step count and carried object, and the grid's
 cells as MiniGrid encodes them. :class:`CompiledMiniGridSimulator` keeps every state the search reaches as a row of
 arrays (a grid is shared until a step changes a cell), and steps a whole batch of rows, with the observation, the
-shaped reward and the bound, in one call of :func:`~sb3_dirpg.envs.minigrid.compiled_kernels.step_states`. Episodes
+shaped (and progress) reward and the bound, in one call of :func:`~sb3_dirpg.envs.minigrid.compiled_kernels.step_states`. Episodes
 are still reset by the env itself, so the layouts are MiniGrid's own.
 
 It gives the transitions the env gives (``tests/test_compiled_minigrid.py`` compares them on every supported MiniGrid
@@ -28,8 +28,11 @@ from sb3_dirpg.common.vec_simulator import VecSimulator
 from sb3_dirpg.envs.minigrid import cnn_kernels
 from sb3_dirpg.envs.minigrid import compiled_kernels as kernels
 from sb3_dirpg.envs.minigrid.bound import MultiRoomBound
+from sb3_dirpg.envs.minigrid.compiled_grid_bound import new_paths, steps_to_success
 from sb3_dirpg.envs.minigrid.compiled_search import LoopSimulator, search_iterations
 from sb3_dirpg.envs.minigrid.fast_obs import FastObservation, encode_cells, fast_gen_obs
+from sb3_dirpg.envs.minigrid.grid_bound import MiniGridBound, success_targets
+from sb3_dirpg.envs.minigrid.progress import MiniGridProgressBound, MiniGridProgressReward
 from sb3_dirpg.envs.minigrid.wrappers import DirectionImageObs, MiniGridShapedReward
 from sb3_dirpg.search import fused
 from sb3_dirpg.search.fused import LoopExit, LoopState
@@ -57,6 +60,13 @@ def minigrid_untested() -> str | None:
     return f"the compiled MiniGrid rules were tested on minigrid {', '.join(TESTED_MINIGRID)}, not on {installed} (installed)"
 
 
+def _keycorridor_step() -> Any:
+    """:return: ``KeyCorridorEnv.step``: the base dynamics, then success when the agent picks up ``obj``"""
+    from minigrid.envs import KeyCorridorEnv
+
+    return KeyCorridorEnv.step
+
+
 def _gymnasium_passive_layers() -> tuple[type, ...]:
     """:return: the wrappers ``gym.make`` adds that change nothing in a step"""
     from gymnasium.wrappers import OrderEnforcing, PassiveEnvChecker
@@ -75,7 +85,7 @@ def compiled_unsupported(simulator: SimulatorWrapper, heuristic: Heuristic | Non
     if not isinstance(base, MiniGridEnv):
         return f"{type(base).__name__} is not a MiniGrid env"
     cls = type(base)
-    if cls.step is not MiniGridEnv.step:
+    if cls.step not in (MiniGridEnv.step, _keycorridor_step()):
         return f"{cls.__name__} overrides MiniGridEnv.step"
     if cls.gen_obs not in (MiniGridEnv.gen_obs, fast_gen_obs) or cls.gen_obs_grid is not MiniGridEnv.gen_obs_grid:
         return f"{cls.__name__} computes its observation its own way"
@@ -86,14 +96,19 @@ def compiled_unsupported(simulator: SimulatorWrapper, heuristic: Heuristic | Non
     layers = wrapper_layers(simulator.env)
     if not layers or type(layers[0]) is not DirectionImageObs:
         return "the outermost wrapper is not DirectionImageObs (build the env with sb3_dirpg.envs.make_minigrid_env)"
-    allowed = (DirectionImageObs, MiniGridShapedReward, FastObservation, *_gymnasium_passive_layers())
+    allowed = (DirectionImageObs, MiniGridShapedReward, MiniGridProgressReward, FastObservation, *_gymnasium_passive_layers())
     others = [type(layer).__name__ for layer in layers if type(layer) not in allowed]
     if others:
         return f"the wrapper chain holds {', '.join(others)}"
     if not any(type(layer) is MiniGridShapedReward for layer in layers):
         return "the env has no MiniGridShapedReward"
-    if heuristic is not None and type(heuristic) is not MultiRoomBound:
-        return f"the heuristic is a {type(heuristic).__name__}, not a MultiRoomBound"
+    if any(type(layer) is MiniGridProgressReward and layer.count_key_actions for layer in layers):
+        return "its MiniGridProgressReward counts the key actions (count_key_actions)"
+    bounds = (MultiRoomBound, MiniGridBound, MiniGridProgressBound)
+    if heuristic is not None and type(heuristic) not in bounds:
+        return f"the heuristic is a {type(heuristic).__name__}, not one of {', '.join(b.__name__ for b in bounds)}"
+    if isinstance(heuristic, MiniGridBound) and heuristic.count_key_actions:
+        return f"its {type(heuristic).__name__} counts the key actions (count_key_actions)"
     if simulator.has_action_masks:
         return "the env chain has action masks"
     return None
@@ -108,7 +123,9 @@ class CompiledMiniGridSimulator(VecSimulator):
     :func:`compiled_unsupported` and :func:`minigrid_untested` first.
 
     :param simulators: the simulators (sub-envs) that reset the episodes
-    :param heuristic: a :class:`~sb3_dirpg.envs.minigrid.MultiRoomBound`, or None
+    :param heuristic: a :class:`~sb3_dirpg.envs.minigrid.MultiRoomBound`,
+        :class:`~sb3_dirpg.envs.minigrid.MiniGridBound` or :class:`~sb3_dirpg.envs.minigrid.MiniGridProgressBound`
+        (without ``count_key_actions``), or None
     """
 
     def __init__(self, simulators: Sequence[SimulatorWrapper], heuristic: Heuristic | None = None) -> None:
@@ -121,24 +138,29 @@ class CompiledMiniGridSimulator(VecSimulator):
         base = first.env.unwrapped
         width, height = int(base.width), int(base.height)
         self._view = int(base.agent_view_size)
-        shaped = next(layer for layer in wrapper_layers(first.env) if type(layer) is MiniGridShapedReward)
+        layers = wrapper_layers(first.env)
+        shaped = next(layer for layer in layers if type(layer) is MiniGridShapedReward)
+        progress = next((layer.progress_reward for layer in layers if type(layer) is MiniGridProgressReward), 0.0)
+        bound = self._bound = heuristic
+        grid_bound = isinstance(bound, MiniGridBound)
         self._rules = kernels.Rules(
             width, height, bool(base.see_through_walls), self._start, shaped.door_reward, shaped.goal_reward,
-            shaped.pickup_reward,
+            shaped.pickup_reward, progress, progress > 0 or grid_bound,
         )  # fmt: skip
-        bound = self._bound = heuristic
-        self._bound_params = kernels.BoundParams(False, 1.0, 0.0, 0.0, 0.0, False)  # no bound: lower = upper = 0
+        self._bound_params = kernels.BoundParams(False, 1.0, 0.0, 0.0, 0.0, False, False, 0.0)  # no bound: 0 and 0
         if bound is not None:
             self._bound_params = kernels.BoundParams(
-                True, bound.gamma, bound.door_reward, bound.goal_reward, bound.pickup_reward, bound.step_limit
-            )
+                True, bound.gamma, bound.door_reward, bound.goal_reward, bound.pickup_reward,
+                getattr(bound, "step_limit", False), grid_bound, getattr(bound, "progress_reward", 0.0),
+            )  # fmt: skip
+        self._paths = new_paths(width * height)
         self.observation_width = self._view * self._view * 3 + 1  # the image's bytes, then the direction
         self._generation = 0
         self._episodes: kernels.Episodes | None = None  # set by each reset whose batch runs on the arrays
         self._compiled_batch = False  # whether the current batch runs on the arrays (False: on the envs)
         self._store = kernels.Store(
             np.zeros((1024, 4), dtype=np.int32), np.zeros((1024, 3), dtype=np.uint8), np.zeros(1024, dtype=np.int32),
-            np.zeros((64, height, width, 3), dtype=np.uint8), np.zeros(2, dtype=np.int64),
+            np.zeros((64, height, width, 3), dtype=np.uint8), np.zeros(2, dtype=np.int64), np.zeros(1024, dtype=np.int64),
         )  # fmt: skip
 
     @property
@@ -207,18 +229,20 @@ class CompiledMiniGridSimulator(VecSimulator):
         if states > len(store.agent):
             size = max(states, 2 * len(store.agent))
             store = store._replace(
-                agent=_grown(store.agent, size), carry=_grown(store.carry, size), grid_of=_grown(store.grid_of, size)
-            )
+                agent=_grown(store.agent, size), carry=_grown(store.carry, size), grid_of=_grown(store.grid_of, size),
+                to_success=_grown(store.to_success, size),
+            )  # fmt: skip
         if grids > len(store.grids):
             store = store._replace(grids=_grown(store.grids, max(grids, 2 * len(store.grids))))
         self._store = store
 
-    def _encode_episode(self, env: SimulatorWrapper) -> tuple[int, list[int], list[int], bool] | None:
+    def _encode_episode(self, env: SimulatorWrapper) -> tuple[int, list[int], list[int], bool, int, list[int]] | None:
         """Copy an env's state just after reset into the store.
 
         :param env: the simulator, reset
-        :return: the state's row, the door and goal cells of the bound and whether it scans for pickable objects; None
-            if the grid holds an object the compiled step does not support
+        :return: the state's row, the door and goal cells of the bound, whether it scans for pickable objects, the cell
+            of the object whose pickup is the success (-1: none) and the success cells of the grid bound; None if the
+            grid holds an object the compiled step does not support, or the grid bound does not know its success
         """
         base = env.env.unwrapped
         grid = base.grid
@@ -231,19 +255,33 @@ class CompiledMiniGridSimulator(VecSimulator):
         carried = base.carrying.encode() if base.carrying is not None else (0, 0, 0)
         if carried[0] not in (0, kernels.KEY, kernels.BALL):
             return None
-        if self._bound is not None:
+        if isinstance(self._bound, MultiRoomBound):
             door_xy, goal_xy, scans = self._bound.static_cells(env)
         else:
             door_xy, goal_xy, scans = [], [], False
+        obj = getattr(base, "obj", None) if type(base).step is _keycorridor_step() else None
+        pickup = -1 if obj is None else int(obj.cur_pos[1]) * width + int(obj.cur_pos[0])
+        targets = []
+        if self._rules.uses_paths:
+            found = success_targets(base)
+            if found is None:
+                return None
+            targets = [y * width + x for x, y, _ in found]
+        x, y = int(base.agent_pos[0]), int(base.agent_pos[1])
         s, g = (int(n) for n in self._store.used)
         self._reserve_store(s + 1, g + 1)
         store = self._store
         store.grids[g] = cells
-        store.agent[s] = (int(base.agent_pos[0]), int(base.agent_pos[1]), int(base.agent_dir), int(base.step_count))
+        store.agent[s] = (x, y, int(base.agent_dir), int(base.step_count))
         store.carry[s] = carried
         store.grid_of[s] = g
+        store.to_success[s] = kernels.UNREACHABLE
+        if self._rules.uses_paths:
+            store.to_success[s] = steps_to_success(
+                cells, x, y, carried[0], np.array(targets, dtype=np.int64), pickup >= 0, tuple(self._paths)
+            )
         store.used[:] = s + 1, g + 1
-        return s, [y * width + x for x, y in door_xy], [y * width + x for x, y in goal_xy], scans
+        return s, [y * width + x for x, y in door_xy], [y * width + x for x, y in goal_xy], scans, pickup, targets
 
     def reset(self, seeds: Sequence[int]) -> Transitions:
         """:param seeds: one seed per episode
@@ -266,15 +304,19 @@ class CompiledMiniGridSimulator(VecSimulator):
         n = len(episodes)
         doors = np.zeros((n, max([1, *[len(e[1]) for e in episodes]])), dtype=np.int64)
         goals = np.zeros((n, max([1, *[len(e[2]) for e in episodes]])), dtype=np.int64)
-        for e, (_, door_cells, goal_cells, _) in enumerate(episodes):
+        targets = np.zeros((n, max([1, *[len(e[5]) for e in episodes]])), dtype=np.int64)
+        for e, (_, door_cells, goal_cells, _, _, target_cells) in enumerate(episodes):
             doors[e, : len(door_cells)] = door_cells
             goals[e, : len(goal_cells)] = goal_cells
+            targets[e, : len(target_cells)] = target_cells
         self._episodes = kernels.Episodes(
             self._generation,
             max_steps=np.array([int(self.simulators[e % n_sims].env.unwrapped.max_steps) for e in range(n)], dtype=np.int64),
             doors=doors, n_doors=np.array([len(e[1]) for e in episodes], dtype=np.int64),
             goals=goals, n_goals=np.array([len(e[2]) for e in episodes], dtype=np.int64),
             scan_pickables=np.array([e[3] for e in episodes], dtype=np.bool_),
+            pickup_target=np.array([e[4] for e in episodes], dtype=np.int64),
+            targets=targets, n_targets=np.array([len(e[5]) for e in episodes], dtype=np.int64),
         )  # fmt: skip
         trans = self._transitions(rows, [False] * n)
         self._check_finite(rows, trans.rewards, range(n), f"at reset(seed={list(seeds)})")

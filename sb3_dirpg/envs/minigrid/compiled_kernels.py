@@ -1,9 +1,11 @@
 """MiniGrid's step, observation and return-to-go bound on array-held states, compiled with numba: one call per batch.
 
-These kernels follow ``MiniGridEnv.step`` (the base class's dynamics: turn, forward, pickup, drop, toggle, done),
-:class:`~sb3_dirpg.envs.minigrid.MiniGridShapedReward`, MiniGrid's egocentric observation and
-:class:`~sb3_dirpg.envs.minigrid.MultiRoomBound` on a grid held as MiniGrid's own encoding, one ``(type, color,
-state)`` triple per cell. :func:`encode_view` and :func:`visibility` also compute the observation of the env itself
+These kernels follow ``MiniGridEnv.step`` (the base class's dynamics: turn, forward, pickup, drop, toggle, done, and
+KeyCorridor's success: its object picked up), :class:`~sb3_dirpg.envs.minigrid.MiniGridShapedReward`,
+:class:`~sb3_dirpg.envs.minigrid.MiniGridProgressReward`, MiniGrid's egocentric observation and the bounds
+(:class:`~sb3_dirpg.envs.minigrid.MultiRoomBound` here, :class:`~sb3_dirpg.envs.minigrid.MiniGridBound` and
+:class:`~sb3_dirpg.envs.minigrid.MiniGridProgressBound` in :mod:`~sb3_dirpg.envs.minigrid.compiled_grid_bound`) on a
+grid held as MiniGrid's own encoding, one ``(type, color, state)`` triple per cell. :func:`encode_view` and :func:`visibility` also compute the observation of the env itself
 (:mod:`~sb3_dirpg.envs.minigrid.fast_obs`), so both simulator backends share one observation.
 :class:`~sb3_dirpg.envs.minigrid.compiled.CompiledMiniGridSimulator` checks that an env uses nothing else (no
 ``step`` override, no boxes) and compares itself with the env on every supported MiniGrid family in
@@ -24,12 +26,31 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-EMPTY, WALL, FLOOR, DOOR, KEY, BALL, BOX, GOAL, LAVA = 1, 2, 3, 4, 5, 6, 7, 8, 9  # MiniGrid's OBJECT_TO_IDX
-OPEN, CLOSED, LOCKED = 0, 1, 2  # a door's state
-GREY = 5  # the colour of the wall MiniGrid shows outside the grid
-LEFT, RIGHT, FORWARD, PICKUP, DROP, TOGGLE = 0, 1, 2, 3, 4, 5
-DIR_X = np.array([1, 0, -1, 0], dtype=np.int64)  # MiniGrid's DIR_TO_VEC: right, down, left, up
-DIR_Y = np.array([0, 1, 0, -1], dtype=np.int64)
+from sb3_dirpg.envs.minigrid.compiled_constants import (  # noqa: F401 (re-exported)
+    BALL,
+    BOX,
+    CLOSED,
+    DIR_X,
+    DIR_Y,
+    DOOR,
+    DROP,
+    EMPTY,
+    FLOOR,
+    FORWARD,
+    GOAL,
+    GREY,
+    KEY,
+    LAVA,
+    LEFT,
+    LOCKED,
+    OPEN,
+    PICKUP,
+    RIGHT,
+    TOGGLE,
+    WALL,
+)
+from sb3_dirpg.envs.minigrid.compiled_grid_bound import UNREACHABLE, grid_bound, steps_to_success
+
 MAX_VIEW = 62  # the widest view whose rows fit the bits of an int64
 GENERATION_SHIFT = 32  # a snapshot is (generation << 32) | row
 
@@ -43,6 +64,8 @@ class Store(NamedTuple):
     :param grid_of: the state's row in ``grids``, int32, shape (S,)
     :param grids: grids as MiniGrid encodes them, cell (x, y) at ``[y, x]``, uint8, shape (G, H, W, 3)
     :param used: the rows in use (states, grids), int64, shape (2,)
+    :param to_success: the grid bound's steps to success of each state (see :class:`Rules` ``uses_paths``), int64,
+        shape (S,)
     """
 
     agent: np.ndarray
@@ -50,6 +73,7 @@ class Store(NamedTuple):
     grid_of: np.ndarray
     grids: np.ndarray
     used: np.ndarray
+    to_success: np.ndarray
 
 
 class Rules(NamedTuple):
@@ -62,6 +86,8 @@ class Rules(NamedTuple):
     :param door_reward: the shaped reward's ``door_reward``
     :param goal_reward: its ``goal_reward``
     :param pickup_reward: its ``pickup_reward``
+    :param progress_reward: :class:`~sb3_dirpg.envs.minigrid.MiniGridProgressReward`'s ``progress_reward`` (0: none)
+    :param uses_paths: whether the steps find the grid bound's steps to success (for the progress reward or the bound)
     """
 
     width: int
@@ -71,17 +97,22 @@ class Rules(NamedTuple):
     door_reward: float
     goal_reward: float
     pickup_reward: float
+    progress_reward: float
+    uses_paths: bool
 
 
 class BoundParams(NamedTuple):
-    """The settings of :class:`~sb3_dirpg.envs.minigrid.MultiRoomBound`.
+    """The settings of the bound: :class:`~sb3_dirpg.envs.minigrid.MultiRoomBound`, or with ``grid``
+    :class:`~sb3_dirpg.envs.minigrid.MiniGridBound` (:mod:`~sb3_dirpg.envs.minigrid.compiled_grid_bound`).
 
     :param on: whether to compute bounds (False: ``lower`` and ``upper`` are 0)
     :param gamma: the bound's discount
     :param door_reward: the bound's door reward
     :param goal_reward: its goal reward
     :param pickup_reward: its pickup reward
-    :param step_limit: the bound's ``step_limit``
+    :param step_limit: the bound's ``step_limit`` (``MultiRoomBound``)
+    :param grid: whether the bound is a ``MiniGridBound``
+    :param progress_reward: the progress reward of a :class:`~sb3_dirpg.envs.minigrid.MiniGridProgressBound` (0: none)
     """
 
     on: bool
@@ -90,6 +121,8 @@ class BoundParams(NamedTuple):
     goal_reward: float
     pickup_reward: float
     step_limit: bool
+    grid: bool
+    progress_reward: float
 
 
 class Episodes(NamedTuple):
@@ -103,6 +136,10 @@ class Episodes(NamedTuple):
     :param n_goals: goals used per episode (at least 1 with a bound), int64, shape (E,)
     :param scan_pickables: whether the bound looks for pickable objects (False on MultiRoom, as the bound's layout
         path), bool, shape (E,)
+    :param pickup_target: the cell of the object whose pickup is the success (KeyCorridor's ``obj``), -1 where the
+        success is entering a goal, int64, shape (E,)
+    :param targets: the success cells of the grid bound (the goals, or the pickup target), int64, shape (E, T)
+    :param n_targets: targets used per episode, int64, shape (E,)
     """
 
     generation: int
@@ -112,6 +149,9 @@ class Episodes(NamedTuple):
     goals: np.ndarray
     n_goals: np.ndarray
     scan_pickables: np.ndarray
+    pickup_target: np.ndarray
+    targets: np.ndarray
+    n_targets: np.ndarray
 
 
 class Batch(NamedTuple):
@@ -309,9 +349,13 @@ def step_states(batch: Batch, store: Store, rules: Rules, episodes: Episodes, bo
     ids, actions, rows_episode, images = batch.ids, batch.actions, batch.episodes, batch.images
     rewards, terminal, success, lower, upper = batch.rewards, batch.terminal, batch.success, batch.lower, batch.upper
     directions, reached = batch.directions, batch.reached
-    agent, carry, grid_of, grids = store.agent, store.carry, store.grid_of, store.grids
+    agent, carry, grid_of, grids, to_success = store.agent, store.carry, store.grid_of, store.grids, store.to_success
     max_steps, doors, n_doors = episodes.max_steps, episodes.doors, episodes.n_doors
     goals, n_goals, scan_pickables = episodes.goals, episodes.n_goals, episodes.scan_pickables
+    pickup_target, targets, n_targets = episodes.pickup_target, episodes.targets, episodes.n_targets
+    paths = (np.empty(width * height, np.int64), np.empty(width * height, np.int64), np.empty(width * height, np.int64),
+             np.empty(width * height, np.int64))  # fmt: skip
+    cap = width * height  # the progress reward's steps when no target is reachable
     for r in range(ids.shape[0]):
         if ids[r] >> GENERATION_SHIFT != episodes.generation:
             return -1
@@ -351,6 +395,9 @@ def step_states(batch: Batch, store: Store, rules: Rules, episodes: Episodes, bo
         elif action == PICKUP and inside:
             if (kind == KEY or kind == BALL or kind == BOX) and not was_carrying:
                 new_carry[0], new_carry[1], new_carry[2] = kind, color, state
+                if fy * width + fx == pickup_target[e]:  # KeyCorridor's success: its object, picked up
+                    terminated = True
+                    reached_goal = True
         elif action == DROP and inside:
             if kind == EMPTY and was_carrying:
                 new_carry[:] = 0
@@ -378,6 +425,14 @@ def step_states(batch: Batch, store: Store, rules: Rules, episodes: Episodes, bo
             reward += rules.pickup_reward if carrying else -rules.pickup_reward
         if reached_goal:
             reward += rules.goal_reward
+        first = UNREACHABLE
+        if rules.uses_paths and not reached_goal:
+            first = steps_to_success(
+                grids[g], x, y, new_carry[0], targets[e, : n_targets[e]], pickup_target[e] >= 0, paths
+            )
+        if rules.progress_reward > 0:  # MiniGridProgressReward: the decrease of the steps to success, capped
+            after = 0 if reached_goal else min(first, cap)
+            reward += rules.progress_reward * np.float64(min(to_success[s], cap) - after)
         rewards[r] = reward
         success[r] = reached_goal
         directions[r] = direction
@@ -393,8 +448,14 @@ def step_states(batch: Batch, store: Store, rules: Rules, episodes: Episodes, bo
         agent[n_states, 0], agent[n_states, 1], agent[n_states, 2], agent[n_states, 3] = x, y, direction, steps
         carry[n_states] = new_carry
         grid_of[n_states] = g
+        to_success[n_states] = first
         reached[r] = n_states
-        if bound.on:
+        if bound.on and bound.grid:
+            lower[r], upper[r] = grid_bound(
+                grids[g], new_carry[0], first, paths[0], bound.gamma, bound.door_reward, bound.goal_reward,
+                bound.pickup_reward, bound.progress_reward,
+            )  # fmt: skip
+        elif bound.on:
             lower[r], upper[r] = bound_state(
                 grids[g], x, y, max_steps[e] - steps, carrying, doors[e, : n_doors[e]], goals[e, : n_goals[e]],
                 scan_pickables[e], bound,
