@@ -13,7 +13,7 @@ import torch as th
 from minigrid.core.constants import DIR_TO_VEC
 from minigrid.core.grid import Grid
 from minigrid.core.mission import MissionSpace
-from minigrid.core.world_object import Ball, Door, Floor, Goal, Key, Lava
+from minigrid.core.world_object import Ball, Box, Door, Floor, Goal, Key, Lava
 from minigrid.envs import KeyCorridorEnv
 from minigrid.minigrid_env import MiniGridEnv
 from stable_baselines3.common.env_util import make_vec_env
@@ -96,7 +96,27 @@ class KeyCorridorAtBallEnv(KeyCorridorEnv):
             key.cur_pos = np.array(free[0])
 
 
+class BoxesEnv(MiniGridEnv):
+    """A room of boxes that hold a key, a ball or nothing, a locked door and a goal behind it; the agent faces a box."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(mission_space=MissionSpace(mission_func=lambda: "open"), grid_size=7, max_steps=60, **kwargs)
+
+    def _gen_grid(self, width: int, height: int) -> None:
+        self.grid = Grid(width, height)
+        self.grid.wall_rect(0, 0, width, height)
+        self.grid.vert_wall(4, 0)
+        self.grid.set(4, 2, Door("yellow", is_locked=True))
+        self.grid.set(2, 2, Box("red", Key("yellow")))
+        self.agent_pos, self.agent_dir = (1, 2), 0
+        for contents in (Ball("blue"), None, Key("green")):
+            self.place_obj(Box("purple", contents), top=(1, 1), size=(3, 5))
+        self.place_obj(Goal(), top=(5, 1), size=(1, 5))
+        self.mission = "open"
+
+
 gym.register("SB3DirPGTest/ObjectsRoom-v0", entry_point=ObjectsRoomEnv)
+gym.register("SB3DirPGTest/Boxes-v0", entry_point=BoxesEnv)
 gym.register("SB3DirPGTest/LockedDoor-v0", entry_point=LockedDoorEnv)
 gym.register("SB3DirPGTest/KeyCorridorAtBall-v0", entry_point=KeyCorridorAtBallEnv)
 
@@ -115,6 +135,7 @@ FAMILIES = {
     "MiniGrid-FourRooms-v0": ({}, set()),
     "SB3DirPGTest/ObjectsRoom-v0": ({}, {"pickup", "drop", "door opened", "door closed", "lava", "goal"}),
     "SB3DirPGTest/ObjectsRoom-v0 small view": ({"agent_view_size": 5}, {"pickup", "drop", "door opened"}),
+    "SB3DirPGTest/Boxes-v0": ({}, {"box opened", "pickup", "drop", "door opened"}),
 }
 # per env: the events of the progress reward's chain too ("progress", "regress": its steps to success fell or rose by
 # one; "jump": by more, as where a key's way starts or ends, or in lava)
@@ -125,6 +146,8 @@ PROGRESS_FAMILIES = {
     "MiniGrid-LavaGapS7-v0": {"lava", "jump"},
     "MiniGrid-FourRooms-v0": {"progress", "regress"},
     "SB3DirPGTest/ObjectsRoom-v0": {"pickup", "drop", "door opened", "lava", "goal", "progress", "regress"},
+    "SB3DirPGTest/Boxes-v0": {"box opened", "pickup", "door opened", "progress", "regress"},
+    "MiniGrid-ObstructedMaze-1Dlh-v0": {"box opened", "pickup", "progress", "regress"},
 }
 PROGRESS_REWARD = 0.001  # small: a reward is a multiple of 5 (door, pickup and goal) plus the progress's part
 ACTION_WEIGHTS = np.array([1.0, 1.0, 3.0, 1.0, 1.0, 2.0, 0.3])  # more forward and toggle moves: play gets further
@@ -190,7 +213,12 @@ def _play_both(
     roots = reference.reset(seeds), compiled.reset(seeds)
     assert compiled.runs_search_iterations
     max_steps = reference.simulators[0].env.unwrapped.max_steps
-    pool = [(a, b, e, 0) for e, (a, b) in enumerate(zip(roots[0].snapshots, roots[1].snapshots))]
+    view = reference.simulators[0].env.unwrapped.agent_view_size
+
+    def front(obs: Any) -> int:
+        return int(obs["image"][view // 2, view - 2, 0])  # the type of the cell ahead
+
+    pool = [(a, b, e, 0, front(o)) for e, (a, b, o) in enumerate(zip(roots[0].snapshots, roots[1].snapshots, roots[0].obs))]
     seen: set[str] = set()
     for _ in range(iterations):
         # half of the rows from anywhere in the tree (restores), half from its newest states (deeper play)
@@ -206,10 +234,12 @@ def _play_both(
             np.testing.assert_array_equal(got.obs[r]["image"], want.obs[r]["image"], err_msg=f"image on {env_id}")
             steps = pool[rows[r]][3] + 1
             seen |= _events(want, r, steps, max_steps, bound.door_reward, bound.pickup_reward, PROGRESS_REWARD * progress)
+            if actions[r] == 5 and pool[rows[r]][4] == 7:  # a toggle that faced a box
+                seen.add("box opened")
             if want.terminal[r]:
                 assert got.snapshots[r] is None
             else:
-                pool.append((want.snapshots[r], got.snapshots[r], episodes[r], steps))
+                pool.append((want.snapshots[r], got.snapshots[r], episodes[r], steps, front(want.obs[r])))
         pool = pool[-2000:]
     return seen
 
@@ -304,25 +334,27 @@ def test_an_untested_minigrid_is_refused_by_compiled_and_stepped_on_the_env_by_a
         assert type(make_vec_simulator(multiroom, None, "auto")) is CompiledMiniGridSimulator
 
 
-def test_a_batch_with_a_box_is_searched_on_the_env() -> None:
-    """Toggling a box replaces it by its contents, which the arrays do not hold: a batch whose grids hold a box (every
-    Playground layout does) steps the env itself, and gives the env's transitions."""
+def test_a_batch_the_arrays_cannot_hold_is_searched_on_the_env() -> None:
+    """With MiniGridBound, an env whose success rule the bound does not know (Playground: no goal, no object to fetch)
+    gets the undiscounted goal reward as its bound, which the arrays do not hold: its batches step the env itself, and
+    give the env's transitions."""
 
     def make() -> gym.Env:
         return make_minigrid_env("MiniGrid-Playground-v0")
 
-    reference = VecSimulator([SimulatorWrapper(make())])
-    compiled = CompiledMiniGridSimulator([SimulatorWrapper(make())])
+    bound = MiniGridBound.for_env(make())
+    reference = VecSimulator([SimulatorWrapper(make())], bound)
+    compiled = CompiledMiniGridSimulator([SimulatorWrapper(make())], bound)
     rng = np.random.default_rng(0)
     for seed in range(3):
         want, got = reference.reset([seed]), compiled.reset([seed])
-        assert any(cell is not None and cell.type == "box" for cell in compiled.simulators[0].env.unwrapped.grid.grid)
         assert not compiled.runs_search_iterations
         for action in rng.integers(7, size=30).tolist():
             want = reference.step(want.snapshots, np.array([action]), np.array([0]))
             got = compiled.step(got.snapshots, np.array([action]), np.array([0]))
             np.testing.assert_array_equal(got.obs[0]["image"], want.obs[0]["image"])
-            np.testing.assert_array_equal(got.rewards, want.rewards)
+            for name in ("rewards", "lower", "upper"):
+                np.testing.assert_array_equal(getattr(got, name), getattr(want, name))
             if want.terminal[0]:
                 break
 

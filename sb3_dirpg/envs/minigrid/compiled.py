@@ -1,23 +1,24 @@
 """A batch simulator for MiniGrid that holds states as arrays and steps them in compiled code (``simulator_backend``).
 
 The search spends most of an interaction in the simulator: MiniGrid's Python step, the snapshot and restore of its
-objects, and the bound (``python -m benchmarks.throughput`` from a source checkout profiles it). For MiniGrid envs that use the
-base class's dynamics (KeyCorridor's success rule included), the state is small: the agent's cell, direction, step count and carried object, and the grid's
-cells as MiniGrid encodes them. :class:`CompiledMiniGridSimulator` keeps every state the search reaches as a row of
-arrays (a grid is shared until a step changes a cell), and steps a whole batch of rows, with the observation, the
-shaped (and progress) reward and the bound, in one call of :func:`~sb3_dirpg.envs.minigrid.compiled_kernels.step_states`. Episodes
+objects, and the bound (``python -m benchmarks.throughput`` from a source checkout profiles it). For MiniGrid envs that
+use the base class's dynamics (with KeyCorridor's and ObstructedMaze's success rule), the state is small: the agent's
+cell, direction, step count and carried object, and the grid's cells as MiniGrid encodes them (a box's state numbers
+its contents). :class:`CompiledMiniGridSimulator` keeps every state the search reaches as a row of arrays (a grid is
+shared until a step changes a cell), and steps a whole batch of rows, with the observation, the shaped (and progress)
+reward and the bound, in one call of :func:`~sb3_dirpg.envs.minigrid.compiled_kernels.step_states`. Episodes
 are still reset by the env itself, so the layouts are MiniGrid's own.
 
 It gives the transitions the env gives (``tests/test_compiled_minigrid.py`` compares them on every supported MiniGrid
 family, and compares learned parameters). Envs it cannot run are found before any training work
-(:func:`compiled_unsupported`); a batch whose grid holds a box (toggling one replaces it by its contents) is searched
-on the env instead.
+(:func:`compiled_unsupported`); a batch it cannot hold as arrays (a box inside a box, or with the grid bound, an env
+whose success it does not know) is searched on the env instead.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import minigrid
 import numpy as np
@@ -42,8 +43,32 @@ from sb3_dirpg.simulator import SimulatorWrapper
 from sb3_dirpg.simulator.unwrap import wrapper_layers
 
 _NO_WEIGHTS = tuple(np.zeros((0,) * (2 - i % 2), np.float32) for i in range(8))  # no compiled policy: the loop returns MISS
-#: object types the compiled step supports (MiniGrid's OBJECT_TO_IDX): empty, wall, floor, door, key, ball, goal, lava
-SUPPORTED_OBJECTS = frozenset({1, 2, 3, 4, 5, 6, 8, 9})
+#: object types the compiled step supports (MiniGrid's OBJECT_TO_IDX): empty, wall, floor, door, key, ball, box, goal,
+#: lava
+SUPPORTED_OBJECTS = frozenset({1, 2, 3, 4, 5, 6, 7, 8, 9})
+#: what a box may hold: nothing (empty), a key or a ball
+BOX_CONTENTS = frozenset({kernels.EMPTY, kernels.KEY, kernels.BALL})
+
+
+class EpisodeCells(NamedTuple):
+    """An episode's root state in the store and what its step and bound read of its first grid.
+
+    :param row: the root state's row in the store
+    :param doors: the door cells of a ``MultiRoomBound`` (``y * W + x``)
+    :param goals: its goal cells
+    :param scans: whether it scans for pickable objects
+    :param pickup: the cell of the object whose pickup is the success, -1 for none
+    :param targets: the success cells of the grid bound
+    :param boxes: each box's contents, MiniGrid's encoding, in the order of the boxes' states in the store
+    """
+
+    row: int
+    doors: list[int]
+    goals: list[int]
+    scans: bool
+    pickup: int
+    targets: list[int]
+    boxes: list[tuple[int, int, int]]
 #: the MiniGrid releases on which the compiled step gave the env's transitions (``tests/test_compiled_minigrid.py``);
 #: MiniGrid 2.3 does not register its envs with gymnasium 1
 TESTED_MINIGRID = ("2.5.0", "3.0.0", "3.1.0", "3.2.0")
@@ -60,11 +85,13 @@ def minigrid_untested() -> str | None:
     return f"the compiled MiniGrid rules were tested on minigrid {', '.join(TESTED_MINIGRID)}, not on {installed} (installed)"
 
 
-def _keycorridor_step() -> Any:
-    """:return: ``KeyCorridorEnv.step``: the base dynamics, then success when the agent picks up ``obj``"""
+def _pickup_success_steps() -> tuple[Any, ...]:
+    """:return: ``KeyCorridorEnv.step`` and ``ObstructedMazeEnv.step``: the base dynamics, then success when the agent
+        picks up ``obj``"""
     from minigrid.envs import KeyCorridorEnv
+    from minigrid.envs.obstructedmaze import ObstructedMazeEnv
 
-    return KeyCorridorEnv.step
+    return KeyCorridorEnv.step, ObstructedMazeEnv.step
 
 
 def _gymnasium_passive_layers() -> tuple[type, ...]:
@@ -85,7 +112,7 @@ def compiled_unsupported(simulator: SimulatorWrapper, heuristic: Heuristic | Non
     if not isinstance(base, MiniGridEnv):
         return f"{type(base).__name__} is not a MiniGrid env"
     cls = type(base)
-    if cls.step not in (MiniGridEnv.step, _keycorridor_step()):
+    if cls.step is not MiniGridEnv.step and cls.step not in _pickup_success_steps():
         return f"{cls.__name__} overrides MiniGridEnv.step"
     if cls.gen_obs not in (MiniGridEnv.gen_obs, fast_gen_obs) or cls.gen_obs_grid is not MiniGridEnv.gen_obs_grid:
         return f"{cls.__name__} computes its observation its own way"
@@ -165,8 +192,8 @@ class CompiledMiniGridSimulator(VecSimulator):
 
     @property
     def runs_search_iterations(self) -> bool:
-        """:return: whether the batch of the last reset runs on the arrays (False: its grids hold a box, so the envs step
-        it), so that the search can run its iterations in
+        """:return: whether the batch of the last reset runs on the arrays (False: the envs step it, see
+        :meth:`_encode_episode`), so that the search can run its iterations in
         :func:`~sb3_dirpg.envs.minigrid.compiled_search.search_iterations`"""
         return self._compiled_batch
 
@@ -236,13 +263,13 @@ class CompiledMiniGridSimulator(VecSimulator):
             store = store._replace(grids=_grown(store.grids, max(grids, 2 * len(store.grids))))
         self._store = store
 
-    def _encode_episode(self, env: SimulatorWrapper) -> tuple[int, list[int], list[int], bool, int, list[int]] | None:
-        """Copy an env's state just after reset into the store.
+    def _encode_episode(self, env: SimulatorWrapper) -> EpisodeCells | None:
+        """Copy an env's state just after reset into the store (each box's state numbers its contents).
 
         :param env: the simulator, reset
-        :return: the state's row, the door and goal cells of the bound, whether it scans for pickable objects, the cell
-            of the object whose pickup is the success (-1: none) and the success cells of the grid bound; None if the
-            grid holds an object the compiled step does not support, or the grid bound does not know its success
+        :return: the root's row and what the step and the bound read of the episode; None if the grid holds an object
+            the compiled step does not support (a box in a box), or if the grid bound does not know where its success
+            happens
         """
         base = env.env.unwrapped
         grid = base.grid
@@ -255,11 +282,19 @@ class CompiledMiniGridSimulator(VecSimulator):
         carried = base.carrying.encode() if base.carrying is not None else (0, 0, 0)
         if carried[0] not in (0, kernels.KEY, kernels.BALL):
             return None
+        boxes = []
+        for index in np.flatnonzero(cells[..., 0] == kernels.BOX).tolist():  # cell y * W + x, as grid.grid
+            contents = grid.grid[index].contains
+            code = (kernels.EMPTY, 0, 0) if contents is None else tuple(contents.encode())
+            if code[0] not in BOX_CONTENTS:
+                return None
+            cells[index // width, index % width, 2] = len(boxes)
+            boxes.append(code)
         if isinstance(self._bound, MultiRoomBound):
             door_xy, goal_xy, scans = self._bound.static_cells(env)
         else:
             door_xy, goal_xy, scans = [], [], False
-        obj = getattr(base, "obj", None) if type(base).step is _keycorridor_step() else None
+        obj = base.obj if type(base).step in _pickup_success_steps() else None
         pickup = -1 if obj is None else int(obj.cur_pos[1]) * width + int(obj.cur_pos[0])
         targets = []
         if self._rules.uses_paths:
@@ -281,7 +316,8 @@ class CompiledMiniGridSimulator(VecSimulator):
                 cells, x, y, carried[0], np.array(targets, dtype=np.int64), pickup >= 0, tuple(self._paths)
             )
         store.used[:] = s + 1, g + 1
-        return s, [y * width + x for x, y in door_xy], [y * width + x for x, y in goal_xy], scans, pickup, targets
+        doors, goals = [y * width + x for x, y in door_xy], [y * width + x for x, y in goal_xy]
+        return EpisodeCells(s, doors, goals, scans, pickup, targets, boxes)
 
     def reset(self, seeds: Sequence[int]) -> Transitions:
         """:param seeds: one seed per episode
@@ -294,29 +330,32 @@ class CompiledMiniGridSimulator(VecSimulator):
             env = self.simulators[episode % n_sims]
             obs, _ = env.reset(seed=int(seed))
             encoded = self._encode_episode(env)
-            if encoded is None:  # e.g. a box: this batch steps the envs themselves
+            if encoded is None:  # this batch steps the envs themselves
                 self._compiled_batch = False
                 return super().reset(seeds)
             bounds = self._bounds(env) if self.heuristic is not None else (-np.inf, np.inf)
-            rows.append((obs, 0.0, False, env.action_masks(), self._snapshot_id(encoded[0]), bounds))
+            rows.append((obs, 0.0, False, env.action_masks(), self._snapshot_id(encoded.row), bounds))
             episodes.append(encoded)
         self._compiled_batch = True
         n = len(episodes)
-        doors = np.zeros((n, max([1, *[len(e[1]) for e in episodes]])), dtype=np.int64)
-        goals = np.zeros((n, max([1, *[len(e[2]) for e in episodes]])), dtype=np.int64)
-        targets = np.zeros((n, max([1, *[len(e[5]) for e in episodes]])), dtype=np.int64)
-        for e, (_, door_cells, goal_cells, _, _, target_cells) in enumerate(episodes):
-            doors[e, : len(door_cells)] = door_cells
-            goals[e, : len(goal_cells)] = goal_cells
-            targets[e, : len(target_cells)] = target_cells
+        doors = np.zeros((n, max([1, *[len(e.doors) for e in episodes]])), dtype=np.int64)
+        goals = np.zeros((n, max([1, *[len(e.goals) for e in episodes]])), dtype=np.int64)
+        targets = np.zeros((n, max([1, *[len(e.targets) for e in episodes]])), dtype=np.int64)
+        boxes = np.zeros((n, max([1, *[len(e.boxes) for e in episodes]]), 3), dtype=np.uint8)
+        for e, cells in enumerate(episodes):
+            doors[e, : len(cells.doors)] = cells.doors
+            goals[e, : len(cells.goals)] = cells.goals
+            targets[e, : len(cells.targets)] = cells.targets
+            if cells.boxes:
+                boxes[e, : len(cells.boxes)] = cells.boxes
         self._episodes = kernels.Episodes(
             self._generation,
             max_steps=np.array([int(self.simulators[e % n_sims].env.unwrapped.max_steps) for e in range(n)], dtype=np.int64),
-            doors=doors, n_doors=np.array([len(e[1]) for e in episodes], dtype=np.int64),
-            goals=goals, n_goals=np.array([len(e[2]) for e in episodes], dtype=np.int64),
-            scan_pickables=np.array([e[3] for e in episodes], dtype=np.bool_),
-            pickup_target=np.array([e[4] for e in episodes], dtype=np.int64),
-            targets=targets, n_targets=np.array([len(e[5]) for e in episodes], dtype=np.int64),
+            doors=doors, n_doors=np.array([len(e.doors) for e in episodes], dtype=np.int64),
+            goals=goals, n_goals=np.array([len(e.goals) for e in episodes], dtype=np.int64),
+            scan_pickables=np.array([e.scans for e in episodes], dtype=np.bool_),
+            pickup_target=np.array([e.pickup for e in episodes], dtype=np.int64),
+            targets=targets, n_targets=np.array([len(e.targets) for e in episodes], dtype=np.int64), box_contents=boxes,
         )  # fmt: skip
         trans = self._transitions(rows, [False] * n)
         self._check_finite(rows, trans.rewards, range(n), f"at reset(seed={list(seeds)})")

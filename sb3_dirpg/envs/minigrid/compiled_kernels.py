@@ -1,15 +1,15 @@
 """MiniGrid's step, observation and return-to-go bound on array-held states, compiled with numba: one call per batch.
 
-These kernels follow ``MiniGridEnv.step`` (the base class's dynamics: turn, forward, pickup, drop, toggle, done, and
-KeyCorridor's success: its object picked up), :class:`~sb3_dirpg.envs.minigrid.MiniGridShapedReward`,
-:class:`~sb3_dirpg.envs.minigrid.MiniGridProgressReward`, MiniGrid's egocentric observation and the bounds
-(:class:`~sb3_dirpg.envs.minigrid.MultiRoomBound` here, :class:`~sb3_dirpg.envs.minigrid.MiniGridBound` and
-:class:`~sb3_dirpg.envs.minigrid.MiniGridProgressBound` in :mod:`~sb3_dirpg.envs.minigrid.compiled_grid_bound`) on a
-grid held as MiniGrid's own encoding, one ``(type, color, state)`` triple per cell. :func:`encode_view` and :func:`visibility` also compute the observation of the env itself
+These kernels follow ``MiniGridEnv.step`` (the base class's dynamics: turn, forward, pickup, drop, toggle, done; a
+toggled box leaves its contents; and KeyCorridor's and ObstructedMaze's success, their object picked up),
+:class:`~sb3_dirpg.envs.minigrid.MiniGridShapedReward`, :class:`~sb3_dirpg.envs.minigrid.MiniGridProgressReward`,
+MiniGrid's egocentric observation and the bounds (:class:`~sb3_dirpg.envs.minigrid.MultiRoomBound` here,
+:class:`~sb3_dirpg.envs.minigrid.MiniGridBound` and :class:`~sb3_dirpg.envs.minigrid.MiniGridProgressBound` in
+:mod:`~sb3_dirpg.envs.minigrid.compiled_grid_bound`) on a grid held as MiniGrid's own encoding, one ``(type, color,
+state)`` triple per cell. :func:`encode_view` and :func:`visibility` also compute the observation of the env itself
 (:mod:`~sb3_dirpg.envs.minigrid.fast_obs`), so both simulator backends share one observation.
-:class:`~sb3_dirpg.envs.minigrid.compiled.CompiledMiniGridSimulator` checks that an env uses nothing else (no
-``step`` override, no boxes) and compares itself with the env on every supported MiniGrid family in
-``tests/test_compiled_minigrid.py``.
+:class:`~sb3_dirpg.envs.minigrid.compiled.CompiledMiniGridSimulator` checks that an env uses nothing else and
+compares itself with the env on every supported MiniGrid family in ``tests/test_compiled_minigrid.py``.
 
 The arrays travel in small records (named tuples, which numba compiles to structs): the state store
 (:class:`Store`), what every episode shares (:class:`Rules`), the episodes of the last reset (:class:`Episodes`),
@@ -60,9 +60,10 @@ class Store(NamedTuple):
     changed a cell. ``S`` and ``G`` are the capacities.
 
     :param agent: x, y, direction and step count, int32, shape (S, 4)
-    :param carry: the carried object's encoding (type 0: nothing), uint8, shape (S, 3)
+    :param carry: the carried object's encoding (type 0: nothing; a box's state as in ``grids``), uint8, shape (S, 3)
     :param grid_of: the state's row in ``grids``, int32, shape (S,)
-    :param grids: grids as MiniGrid encodes them, cell (x, y) at ``[y, x]``, uint8, shape (G, H, W, 3)
+    :param grids: grids as MiniGrid encodes them, cell (x, y) at ``[y, x]``, uint8, shape (G, H, W, 3); a box's
+        state (0 in MiniGrid's encoding) holds its row in :class:`Episodes` ``box_contents`` instead
     :param used: the rows in use (states, grids), int64, shape (2,)
     :param to_success: the grid bound's steps to success of each state (see :class:`Rules` ``uses_paths``), int64,
         shape (S,)
@@ -140,6 +141,8 @@ class Episodes(NamedTuple):
         success is entering a goal, int64, shape (E,)
     :param targets: the success cells of the grid bound (the goals, or the pickup target), int64, shape (E, T)
     :param n_targets: targets used per episode, int64, shape (E,)
+    :param box_contents: what toggling each box leaves in its cell (MiniGrid's encoding, ``EMPTY`` for an empty box),
+        by the box's state in the store, uint8, shape (E, B, 3)
     """
 
     generation: int
@@ -152,6 +155,7 @@ class Episodes(NamedTuple):
     pickup_target: np.ndarray
     targets: np.ndarray
     n_targets: np.ndarray
+    box_contents: np.ndarray
 
 
 class Batch(NamedTuple):
@@ -255,7 +259,7 @@ def encode_view(
             cy = y + (size - 1 - j) * ahead_y + (i - half) * right_y
             if 0 <= cx < width and 0 <= cy < height:
                 kind, state = grid[cy, cx, 0], grid[cy, cx, 2]
-                image[i, j, 0], image[i, j, 1], image[i, j, 2] = kind, grid[cy, cx, 1], state
+                image[i, j, 0], image[i, j, 1], image[i, j, 2] = kind, grid[cy, cx, 1], 0 if kind == BOX else state
                 if _sees_through(kind, state):
                     see_rows[j] |= 1 << i
             else:
@@ -268,7 +272,8 @@ def encode_view(
                 if not rows[j] & (1 << i):
                     image[i, j, 0], image[i, j, 1], image[i, j, 2] = 0, 0, 0
     if carry[0] != 0:
-        image[half, size - 1, 0], image[half, size - 1, 1], image[half, size - 1, 2] = carry[0], carry[1], carry[2]
+        shown = 0 if carry[0] == BOX else carry[2]  # a box's state in the store is its contents' row
+        image[half, size - 1, 0], image[half, size - 1, 1], image[half, size - 1, 2] = carry[0], carry[1], shown
     else:
         image[half, size - 1, 0], image[half, size - 1, 1], image[half, size - 1, 2] = EMPTY, 0, 0
 
@@ -353,6 +358,7 @@ def step_states(batch: Batch, store: Store, rules: Rules, episodes: Episodes, bo
     max_steps, doors, n_doors = episodes.max_steps, episodes.doors, episodes.n_doors
     goals, n_goals, scan_pickables = episodes.goals, episodes.n_goals, episodes.scan_pickables
     pickup_target, targets, n_targets = episodes.pickup_target, episodes.targets, episodes.n_targets
+    box_contents = episodes.box_contents
     paths = (np.empty(width * height, np.int64), np.empty(width * height, np.int64), np.empty(width * height, np.int64),
              np.empty(width * height, np.int64))  # fmt: skip
     cap = width * height  # the progress reward's steps when no target is reachable
@@ -377,6 +383,7 @@ def step_states(batch: Batch, store: Store, rules: Rules, episodes: Episodes, bo
         is_door = kind == DOOR
         was_open = is_door and state == OPEN
         new_state = state  # of the front cell
+        box_opened = False
         terminated = False
         reached_goal = False
         action = actions[r] + rules.action_start
@@ -407,10 +414,14 @@ def step_states(batch: Batch, store: Store, rules: Rules, episodes: Episodes, bo
                     new_state = OPEN
             else:
                 new_state = CLOSED if state == OPEN else OPEN
+        elif action == TOGGLE and inside and kind == BOX:  # replaced by its contents
+            box_opened = True
         carrying = new_carry[0] != 0
-        if carrying != was_carrying or new_state != state:  # the front cell changes: the state gets a grid of its own
+        if carrying != was_carrying or new_state != state or box_opened:  # the front cell changes: a grid of its own
             grids[n_grids] = grids[g]
-            if carrying and not was_carrying:
+            if box_opened:
+                grids[n_grids, fy, fx] = box_contents[e, state]
+            elif carrying and not was_carrying:
                 grids[n_grids, fy, fx, 0], grids[n_grids, fy, fx, 1], grids[n_grids, fy, fx, 2] = EMPTY, 0, 0
             elif was_carrying and not carrying:
                 grids[n_grids, fy, fx] = carry[s]
