@@ -615,6 +615,47 @@ def test_further_epochs_step_along_the_clipped_surrogate() -> None:
     assert learner._n_updates == 2 and 0.0 <= learner.logger.name_to_value["train/clip_fraction"] <= 1.0
 
 
+def test_ent_coef_adds_the_entropy_of_the_update_states_to_the_loss() -> None:
+    """``ent_coef``: the loss is DirPG's minus ``ent_coef`` times the policy's entropy summed over the update's states,
+    per episode; its gradient raises that entropy where DirPG's alone does not, and 0 leaves the paper's update."""
+    from stable_baselines3.common.logger import configure
+
+    from sb3_dirpg.dirpg.update import SearchShare
+
+    def model(ent_coef: float) -> DirPG:
+        learner = small_model(chain(4), seed=1, batch_episodes=4, search_budget=80, epsilon=20.0, ent_coef=ent_coef,
+                              policy_kwargs=dict(optimizer_class=th.optim.SGD))  # fmt: skip
+        learner.set_logger(configure(None, []))
+        return learner
+
+    share = SearchShare.of(model(0.0).search(list(range(20, 24))))
+    steps, rows = share.steps, np.arange(len(share.steps.actions))
+    assert len(rows) > 0, "the test needs update steps"
+
+    def loss_and_entropy(learner: DirPG) -> tuple[float, float]:
+        obs = learner.obs_to_policy_tensor(steps.obs)
+        with th.no_grad():
+            dist = learner.policy.get_distribution(obs, action_masks=steps.masks)
+            log_prob = dist.log_prob(th.as_tensor(steps.actions))
+            dirpg_loss = -(th.as_tensor(steps.signs, dtype=log_prob.dtype) * log_prob).sum() / (20.0 * 4)
+            return float(dirpg_loss), float(dist.entropy().sum() / 4)
+
+    for coef in (0.0, 0.5):
+        learner = model(coef)
+        dirpg_loss, entropy = loss_and_entropy(learner)
+        loss, _, _ = learner._update(steps, rows, 4)
+        assert loss == pytest.approx(dirpg_loss - coef * entropy, rel=1e-5)
+    entropies = {}
+    for coef in (0.0, 0.5):
+        learner = model(coef)
+        for _ in range(5):
+            learner._update(steps, rows, 4)
+        entropies[coef] = loss_and_entropy(learner)[1]
+    assert entropies[0.5] > entropies[0.0]
+    with pytest.raises(ValueError, match="ent_coef must be >= 0"):
+        model(-0.1)
+
+
 def test_n_epochs_makes_that_many_steps_per_batch() -> None:
     """``n_epochs=3`` makes three optimizer steps per updating batch and still learns the sparse chain."""
 

@@ -71,6 +71,9 @@ class DirPG(BatchSearch, SimulatorAlgorithm):
         and -1 on ``a_opt``'s, so that a step stops pushing once its probability ratio to the searched policy leaves
         ``[1 - clip_range, 1 + clip_range]``. 1 (the default) is the paper's estimator
     :param clip_range: with ``n_epochs > 1``, how far the further epochs may move each step's probability, in (0, 1)
+    :param ent_coef: weight of an entropy bonus on the states of the update's steps (beyond the paper;
+        docs/algorithm.md): each step adds ``-ent_coef * H(π(·|s))`` to the loss, with the same per-episode mean as
+        the log-probabilities. 0 (the default) is the paper's update
     :param lookahead: search up to this many batches at once, in lockstep, and commit them one at a time; the
         algorithm does not change (only the policy is evaluated on batches of other sizes, which may round differently
         in the last bit). A batch whose update is zero leaves the policy as it was, so the next batch's search with it
@@ -131,6 +134,7 @@ class DirPG(BatchSearch, SimulatorAlgorithm):
         update_per_episode: bool = False,
         n_epochs: int = 1,
         clip_range: float = 0.2,
+        ent_coef: float = 0.0,
         lookahead: int = 1,
         max_episode_steps: int | None = None,
         gamma: float = 1.0,
@@ -155,7 +159,7 @@ class DirPG(BatchSearch, SimulatorAlgorithm):
             compiled_loop=compiled_loop,
         )  # fmt: skip
         numbers_ = dict(epsilon=epsilon, search_budget=search_budget, priority=priority, alpha=alpha, lookahead=lookahead,
-                        refine_budget=refine_budget, n_epochs=n_epochs, clip_range=clip_range)  # fmt: skip
+                        refine_budget=refine_budget, n_epochs=n_epochs, clip_range=clip_range, ent_coef=ent_coef)  # fmt: skip
         for name, value in {**numbers_, **flags, "n_workers": n_workers, "parallel_backend": parallel_backend}.items():
             self.check_setting(name, value)
         check_astar_heuristic(priority, alpha, heuristic)
@@ -180,6 +184,7 @@ class DirPG(BatchSearch, SimulatorAlgorithm):
         self.refine_budget = refine_budget
         self.n_epochs = n_epochs
         self.clip_range = clip_range
+        self.ent_coef = ent_coef
         for name, value in flags.items():
             setattr(self, name, value)
         # set when a complete trajectory violated the heuristic's bound: pruning is then off for the rest of training
@@ -370,6 +375,10 @@ class DirPG(BatchSearch, SimulatorAlgorithm):
             bounded = th.clamp(ratio, 1.0 - self.clip_range, 1.0 + self.clip_range)
             loss = -th.minimum(signs * ratio, signs * bounded).sum() / (self.epsilon * n_episodes)
             self.logger.record_mean("train/clip_fraction", float((ratio != bounded).float().mean()))
+        if self.ent_coef > 0:
+            entropy = dist.entropy()
+            loss = loss - self.ent_coef * entropy.sum() / n_episodes
+            self.logger.record_mean("train/entropy", float(entropy.detach().mean()))
         grad_norm = self._optimizer_step(loss)
         return float(loss.detach()), grad_norm, log_prob.detach()
 

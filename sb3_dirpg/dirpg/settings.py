@@ -124,6 +124,13 @@ def _check_clip_range(algo: str, value: Any) -> float:
     return value
 
 
+def _check_ent_coef(algo: str, value: Any) -> float:
+    value = _real("ent_coef")(algo, value)
+    if value < 0:
+        raise ValueError(f"{algo}: ent_coef must be >= 0 (0: the paper's update, no entropy bonus), got {value!r}")
+    return value
+
+
 def _check_n_workers(algo: str, value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, numbers.Real) or int(value) != value or value < 0:
         raise ValueError(f"{algo}: n_workers must be a non-negative integer number of processes, got {value!r}")
@@ -146,6 +153,7 @@ SETTING_CHECKS: dict[str, Any] = {
     "lookahead": _check_lookahead,
     "n_epochs": _check_n_epochs,
     "clip_range": _check_clip_range,
+    "ent_coef": _check_ent_coef,
     "n_workers": _check_n_workers,
     "parallel_backend": lambda algo, value: check_parallel_backend(value),
     **{name: _flag(name) for name in FLAGS},
