@@ -4,7 +4,9 @@ DirPG against PPO (tiny settings; the real figures come from running the modules
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -111,6 +113,24 @@ def test_frontier_probe_spends_each_budget_on_the_same_maps(tmp_path: Path) -> N
     assert "MultiRoom-N12-S10 | alpha1 | 50 |" in (tmp_path / "frontier_probe.md").read_text()
     with pytest.raises(SystemExit):
         frontier.main(["--probe", "--envs", env_id, "--params", "alpha:1.0", "--out", str(tmp_path)])  # no --tag
+
+
+def test_frontier_curriculum_trains_on_the_wrappers_it_is_given(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--params env_wrapper:...`` builds every training env with those wrappers and every evaluation env without."""
+    from sb3_dirpg.experiments import frontier
+
+    built, build = [], frontier._entry_env
+
+    def spy(env_id: str, params: Sequence[str] = ()) -> Any:
+        built.append(list(params))
+        return build(env_id, params)
+
+    monkeypatch.setattr(frontier, "_entry_env", spy)
+    wrapper = ("env_wrapper:['sb3_dirpg.envs.FastObservation', {'sb3_dirpg.envs.MiniGridShapedReward': {'door_reward': "
+               "10.0}}, 'sb3_dirpg.envs.DirectionImageObs']")  # fmt: skip
+    frontier.main(["--curriculum", "MiniGrid-MultiRoom-N2-S4-v0:2000", "--every", "2000", "--maps", "2", "--tag", "w",
+                   "--params", wrapper, "--out", str(tmp_path)])  # fmt: skip
+    assert built.count([]) == 2 and built.count([wrapper]) == 2  # evaluation: 2 maps; training: the model, its stage
 
 
 def test_frontier_curriculum_moves_through_its_stages_and_resumes(tmp_path: Path) -> None:

@@ -143,7 +143,8 @@ def train_curriculum(
         stages, the last one possibly longer)
     :param advance: a stage before the last ends early once its own held-out success, sampled and greedy, reaches this
     :param n_maps: held-out seeds per evaluation
-    :param params: ``key:value`` changes of DirPG's settings (the target's entry)
+    :param params: ``key:value`` changes of DirPG's settings (the target's entry); an ``env_wrapper`` among them also
+        replaces every stage's wrappers in training (not at evaluation, which keeps the entries' envs)
     :return: the record: the stages and the points (interactions, stage, the target's and the stage's success)
     """
     import torch as th
@@ -167,9 +168,14 @@ def train_curriculum(
     record["stages"] = [list(stage) for stage in stages]  # the last stage may run longer than before
     seeds = list(range(10_000, 10_000 + n_maps))
     evaluation = {env_id: [_entry_env(env_id)[1] for _ in seeds] for env_id in dict(stages)}
+    wrappers = [param for param in params if param.split(":", 1)[0] == "env_wrapper"]  # the training envs' own
+
+    def training_env(env_id: str) -> Any:
+        return _entry_env(env_id, wrappers)[1]
+
     made = record["points"][-1]["interactions"] if record["points"] else 0
-    model = (DirPG.load(checkpoint, env=_entry_env(stages[0][0])[1], device="cpu") if made else
-             DirPG(settings["policy"], _entry_env(stages[0][0])[1], seed=seed, device="cpu", **algorithm_kwargs(settings)))
+    model = (DirPG.load(checkpoint, env=training_env(stages[0][0]), device="cpu") if made else
+             DirPG(settings["policy"], training_env(stages[0][0]), seed=seed, device="cpu", **algorithm_kwargs(settings)))
     wall = record["points"][-1]["wall_s"] if made else 0.0  # training seconds, evaluations excluded
     ends = record["stage_ends"]  # the interactions at which each stage ended
     for index, (env_id, count) in enumerate(stages):
@@ -177,7 +183,7 @@ def train_curriculum(
         if index < len(ends) and not last:
             continue
         stage_end = (ends[index - 1] if index else 0) + count
-        model.set_env(_entry_env(env_id)[1])
+        model.set_env(training_env(env_id))
         while made < stage_end:
             started = time.perf_counter()
             model.learn(min(every, stage_end - made), reset_num_timesteps=False)
