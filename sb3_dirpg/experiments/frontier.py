@@ -256,10 +256,11 @@ def frontier_table(runs: dict[str, list[tuple[str, dict[str, Any]]]]) -> str:
             end = points[-1]
             reach = [first_at(points, mode) for mode in ("sampled", "greedy")]
             cells = [f"{value / 1e6:.2f}M" if value is not None else "not reached" for value in reach]
+            target = f"{TARGETS[env_id] / 1e6:.1f}M" if env_id in TARGETS else "–"  # a curriculum stage has none
             lines.append(
                 f"| {env_id.removeprefix('MiniGrid-').removesuffix('-v0')} | {name} | {end['interactions'] / 1e6:.2f}M | "
                 f"{cells[0]} | {cells[1]} | {end['sampled']['success']:.3f} / {end['greedy']['success']:.3f}, "
-                f"{end['greedy']['minigrid_return']:.3f} | {TARGETS.get(env_id, 0) / 1e6:.1f}M | {ANCHORS.get(env_id, '')} |"
+                f"{end['greedy']['minigrid_return']:.3f} | {target} | {ANCHORS.get(env_id, '–')} |"
             )
     return "\n".join(lines) + "\n"
 
@@ -272,24 +273,26 @@ def plot_runs(runs: dict[str, list[tuple[str, dict[str, Any]]]]) -> Any:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    figure, axes = plt.subplots(1, max(1, len(runs)), figsize=(4.5 * max(1, len(runs)), 3.4), squeeze=False)
+    panels = max(1, len(runs))
+    figure, axes = plt.subplots(1, panels, figsize=(4.5 * panels, 3.4), squeeze=False)
+    colors = plt.get_cmap("tab20")
     for ax, (env_id, records) in zip(axes[0], runs.items()):
         for index, (name, record) in enumerate(records):
             x = [point["interactions"] / 1e6 for point in record["points"]]
-            for mode, style in (("sampled", "-"), ("greedy", "--")):
-                ax.plot(x, [point[mode]["success"] for point in record["points"]], style, color=f"C{index}",
-                        label=f"{name} {mode}")  # fmt: skip
+            color = colors(index % colors.N)
+            ax.plot(x, [point["sampled"]["success"] for point in record["points"]], "-", color=color, label=name)
+            ax.plot(x, [point["greedy"]["success"] for point in record["points"]], "--", color=color)
             for end in record["stage_ends"][:-1]:
-                ax.axvline(end / 1e6, color=f"C{index}", alpha=0.3, linewidth=0.8)
+                ax.axvline(end / 1e6, color=color, alpha=0.3, linewidth=0.8)
         if env_id in TARGETS:
             ax.plot([TARGETS[env_id] / 1e6], [0.9], "k*", markersize=10, label="target: 0.9 within")
         ax.set_title(env_id.removeprefix("MiniGrid-").removesuffix("-v0") + "\n" + ANCHORS.get(env_id, ""), fontsize=7)
-        ax.set_xlabel("interactions (M), every search step counted")
+        ax.set_xlabel("interactions (M), every search step counted\n(solid: sampled, dashed: greedy)")
         ax.set_ylabel("held-out success")
         ax.set_xlim(left=0)
         ax.set_ylim(-0.02, 1.02)
-        ax.legend(fontsize=6)
-    figure.tight_layout()
+        ax.legend(fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.3), frameon=False)  # below: runs are many
+    figure.subplots_adjust(wspace=0.3)  # saved with bbox_inches="tight", which takes in the legends
     return figure
 
 
