@@ -119,3 +119,17 @@ def test_in_situ_cost_probes_every_lockstep_iteration(tmp_path) -> None:
         alone = (result["alone_before_us"][name] + result["alone_after_us"][name]) / 2
         assert inside > 0 and alone > 0
         assert result["inside_over_alone"][name] == pytest.approx(inside / alone)
+
+
+def test_progress_speed_compares_the_compiled_and_the_env_path_of_the_shipped_entries(tmp_path: Path) -> None:
+    """``benchmarks.progress_speed``: DirPG's DoorKey entry (the progress reward and its bound) runs on the compiled
+    simulator under ``auto``, its ``dirpg_env`` row on the env, REINFORCE's entry beside them; ratios to the env path."""
+    from benchmarks import progress_speed
+
+    result = progress_speed.main(["--envs", "MiniGrid-DoorKey-5x5-v0", "--rounds", "1", "--interactions", "300",
+                                  "--out", str(tmp_path / "speed.json")])  # fmt: skip
+    rows = result["envs"]["MiniGrid-DoorKey-5x5-v0"]["early"]
+    assert rows["dirpg"]["simulator"] == "CompiledMiniGridSimulator"
+    assert rows["dirpg_env"]["simulator"] == "VecSimulator" and rows["dirpg_env"]["vs_env_path"] == 1.0
+    assert set(rows) == {"dirpg", "dirpg_env", "reinforce"} and all(row["median"] > 0 for row in rows.values())
+    assert (tmp_path / "speed.json").exists()
