@@ -48,6 +48,9 @@ _NO_WEIGHTS = tuple(np.zeros((0,) * (2 - i % 2), np.float32) for i in range(8)) 
 SUPPORTED_OBJECTS = frozenset({1, 2, 3, 4, 5, 6, 7, 8, 9})
 #: what a box may hold: nothing (empty), a key or a ball
 BOX_CONTENTS = frozenset({kernels.EMPTY, kernels.KEY, kernels.BALL})
+#: the MiniGrid releases on which the compiled step gave the env's transitions (``tests/test_compiled_minigrid.py``);
+#: MiniGrid 2.3 does not register its envs with gymnasium 1
+TESTED_MINIGRID = ("2.5.0", "3.0.0", "3.1.0", "3.2.0")
 
 
 class EpisodeCells(NamedTuple):
@@ -69,9 +72,6 @@ class EpisodeCells(NamedTuple):
     pickup: int
     targets: list[int]
     boxes: list[tuple[int, int, int]]
-#: the MiniGrid releases on which the compiled step gave the env's transitions (``tests/test_compiled_minigrid.py``);
-#: MiniGrid 2.3 does not register its envs with gymnasium 1
-TESTED_MINIGRID = ("2.5.0", "3.0.0", "3.1.0", "3.2.0")
 
 
 def minigrid_untested() -> str | None:

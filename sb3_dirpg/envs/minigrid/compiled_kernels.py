@@ -359,8 +359,8 @@ def step_states(batch: Batch, store: Store, rules: Rules, episodes: Episodes, bo
     goals, n_goals, scan_pickables = episodes.goals, episodes.n_goals, episodes.scan_pickables
     pickup_target, targets, n_targets = episodes.pickup_target, episodes.targets, episodes.n_targets
     box_contents = episodes.box_contents
-    paths = (np.empty(width * height, np.int64), np.empty(width * height, np.int64), np.empty(width * height, np.int64),
-             np.empty(width * height, np.int64))  # fmt: skip
+    cells = width * height if rules.uses_paths else 0  # scratch for the grid bound's searches, only where they run
+    paths = (np.empty(cells, np.int64), np.empty(cells, np.int64), np.empty(cells, np.int64), np.empty(cells, np.int64))
     cap = width * height  # the progress reward's steps when no target is reachable
     for r in range(ids.shape[0]):
         if ids[r] >> GENERATION_SHIFT != episodes.generation:
