@@ -56,10 +56,11 @@ def test_commands() -> None:
     assert cmd[1:3] == ["-m", "rl_zoo3.train"] and "--conf-file" not in cmd and "--trained-agent" not in cmd
     assert cmd[cmd.index("-n") + 1] == "1000000"
     assert any(part.startswith("callback:") and "HeldOutEvaluation" in part for part in cmd)
-    shaped = table.command(table.Cell("MiniGrid-MultiRoom-N4-S5-v0", "ppo_shaped", 1, 3_000_000), Path("/runs"))
+    shaped = table.command(table.Cell("MiniGrid-GoToDoor-5x5-v0", "ppo_shaped", 1, 3_000_000), Path("/runs"))
     wrappers = eval(next(p for p in shaped if p.startswith("env_wrapper:")).split(":", 1)[1])
-    assert wrappers == ["sb3_dirpg.envs.MiniGridShapedReward", "minigrid.wrappers.FlatObsWrapper", table.FLOAT32_CAST]
-    assert shaped[shaped.index("--env-kwargs") + 1] == "max_steps:100"  # N4-S5's DirPG entry (the paper's)
+    reward = {"sb3_dirpg.envs.MiniGridShapedReward": {"door_reward": 0.0}}
+    assert wrappers == [reward, "minigrid.wrappers.FlatObsWrapper", table.FLOAT32_CAST]  # MissionObs is DirPG's own
+    assert shaped[shaped.index("--env-kwargs") + 1] == "max_steps:100"  # GoToDoor's DirPG entry (the paper's)
     progress = table.command(table.Cell("MiniGrid-Unlock-v0", "ppo_shaped", 0, 1_000_000), Path("/runs"))
     wrappers = eval(next(p for p in progress if p.startswith("env_wrapper:")).split(":", 1)[1])
     assert [w if isinstance(w, str) else next(iter(w)) for w in wrappers] == [
