@@ -22,6 +22,7 @@ FLOORS = {
     "common": 1,
     "search": 0,
     "simulator": 0,
+    "numba_cache": 0,  # a module of its own: imports nothing of the package; the package's __init__ runs it first
 }
 SEARCH_MUST_NOT_IMPORT = ("stable_baselines3", "sb3_contrib", "torch")
 
