@@ -60,7 +60,7 @@ def test_commands() -> None:
     wrappers = eval(next(p for p in shaped if p.startswith("env_wrapper:")).split(":", 1)[1])
     reward = {"sb3_dirpg.envs.MiniGridShapedReward": {"door_reward": 0.0}}
     assert wrappers == [reward, "minigrid.wrappers.FlatObsWrapper", table.FLOAT32_CAST]  # MissionObs is DirPG's own
-    assert shaped[shaped.index("--env-kwargs") + 1] == "max_steps:100"  # GoToDoor's DirPG entry (the paper's)
+    assert shaped[shaped.index("--env-kwargs") + 1] == "max_steps:100"  # GoToDoor entry's step limit (the paper's)
     progress = table.command(table.Cell("MiniGrid-Unlock-v0", "ppo_shaped", 0, 1_000_000), Path("/runs"))
     wrappers = eval(next(p for p in progress if p.startswith("env_wrapper:")).split(":", 1)[1])
     assert [w if isinstance(w, str) else next(iter(w)) for w in wrappers] == [
