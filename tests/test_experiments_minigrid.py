@@ -79,11 +79,16 @@ def test_vs_ppo_module_runs(tmp_path: Path) -> None:
     assert data["settings"]["ppo"][TINY_ENV]["entry"] == "MiniGrid-Empty-Random-5x5-v0"
 
 
-def test_greedy_gap_records_the_diagnostics_and_the_greedy_failures(tmp_path) -> None:
+def test_greedy_gap_records_the_diagnostics_and_the_greedy_failures(tmp_path, monkeypatch) -> None:
     """``experiments.greedy_gap`` (issue 44): every point has both success modes and the search diagnostics of the maps
-    searched since the last one; the greedy failures are described (an untrained greedy policy cycles at once)."""
+    searched since the last one; the greedy failures are described (an untrained greedy policy cycles at once); the
+    file is rewritten after each evaluation, so a run cut short keeps its curve."""
     from sb3_dirpg.experiments import greedy_gap
 
+    written: list[dict] = []
+    write_json = greedy_gap.write_json
+    monkeypatch.setattr(greedy_gap, "write_json", lambda path, data: (written.append(json.loads(json.dumps(data))),
+                                                                      write_json(path, data)))  # fmt: skip
     result = greedy_gap.main(["--env", "MiniGrid-DoorKey-5x5-v0", "--budget", "9000", "--every", "4500", "--maps", "8",
                               "--tag", "test", "--out", str(tmp_path)])  # fmt: skip
     points = result["points"]
@@ -95,6 +100,8 @@ def test_greedy_gap_records_the_diagnostics_and_the_greedy_failures(tmp_path) ->
     assert failures["episodes"] == 8 and failures["failed"] >= 1
     assert 0 <= failures["looped"] <= 1 and abs(sum(failures["actions"].values()) - 1) < 0.01
     assert (tmp_path / "greedy_gap" / "DoorKey-5x5-test-s0.json").exists()
+    assert [w["finished"] for w in written] == [False] * len(points) + [True]
+    assert [len(w["points"]) for w in written[:-1]] == list(range(1, len(points) + 1))
 
 
 def test_frontier_probe_spends_each_budget_on_the_same_maps(tmp_path: Path) -> None:

@@ -11,7 +11,8 @@ One DirPG run per env and variant, from the env's entry in ``zoo_hyperparams/dir
 
 At the end the greedy policy's failed held-out episodes are described: distinct cells visited, whether the agent's
 state (position, direction, carried object, grid) repeated (a deterministic policy then loops forever), and the mix
-of actions. Results go to ``OUT/greedy_gap.json`` (``--tag`` names a variant's file).
+of actions. Results go to ``OUT/greedy_gap/ENV-TAG-sSEED.json``, rewritten after each evaluation (``"finished": false``
+until the run ends).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -78,11 +79,13 @@ class GapRecorder(BaseCallback):
     :param every: interactions between evaluations
     :param writer: the logger's diagnostics writer
     :param n_seeds: held-out seeds (from 10000)
+    :param on_point: called with the points so far after each evaluation (to save them as they come)
     """
 
     def __init__(self, env_id: str, env_kwargs: dict[str, Any], env_wrapper: Any, every: int, writer: DiagnosticsWriter,
-                 n_seeds: int = 200) -> None:  # fmt: skip
+                 n_seeds: int = 200, on_point: Callable[[list[dict[str, Any]]], None] | None = None) -> None:  # fmt: skip
         super().__init__(0)
+        self.on_point = on_point
         self.envs = [build_env(env_id, env_kwargs, env_wrapper) for _ in range(n_seeds)]
         self.seeds = list(range(10_000, 10_000 + n_seeds))
         self.every, self.writer = int(every), writer
@@ -117,6 +120,8 @@ class GapRecorder(BaseCallback):
             f"updates {point['updates']} ({point['wall_s']:.0f} s)",
             flush=True,
         )
+        if self.on_point is not None:
+            self.on_point(self.points)
         self._next = (self.model.num_timesteps // self.every + 1) * self.every
         self._since = time.perf_counter()
 
@@ -168,7 +173,8 @@ def describe_greedy_failures(model: BaseAlgorithm, env_id: str, env_kwargs: dict
     }
 
 
-def run(env_id: str, params: Sequence[str], budget: int, every: int, seed: int, n_seeds: int = 200) -> dict[str, Any]:
+def run(env_id: str, params: Sequence[str], budget: int, every: int, seed: int, n_seeds: int = 200,
+        partial: Path | None = None) -> dict[str, Any]:  # fmt: skip
     """Train DirPG from the env's entry with a variant's changes, recording the gap and the diagnostics.
 
     :param env_id: the env
@@ -177,6 +183,7 @@ def run(env_id: str, params: Sequence[str], budget: int, every: int, seed: int, 
     :param every: interactions between evaluations
     :param seed: the training seed
     :param n_seeds: held-out seeds per evaluation (from 10000)
+    :param partial: where to write the points so far after each evaluation, marked ``"finished": false``
     :return: the entry's settings, the points and the greedy failures at the end
     """
     from sb3_dirpg.dirpg import DirPG
@@ -190,11 +197,17 @@ def run(env_id: str, params: Sequence[str], budget: int, every: int, seed: int, 
     model = DirPG(settings["policy"], env, seed=seed, device="cpu", **algorithm_kwargs(settings))
     writer = DiagnosticsWriter()
     model.set_logger(Logger(None, [writer]))
-    recorder = GapRecorder(env_id, env_kwargs, env_wrapper, every, writer, n_seeds)
+    header = {"env_id": env_id, "params": list(params), "seed": seed}
+
+    def save_partial(points: list[dict[str, Any]]) -> None:
+        if partial is not None:
+            write_json(partial, {**header, "finished": False, "points": points})
+
+    recorder = GapRecorder(env_id, env_kwargs, env_wrapper, every, writer, n_seeds, on_point=save_partial)
     model.learn(budget, callback=recorder, log_interval=1)
     failures = describe_greedy_failures(model, env_id, env_kwargs, env_wrapper, recorder.seeds)
     print("greedy failures at the end:", json.dumps(failures), flush=True)
-    return {"env_id": env_id, "params": list(params), "seed": seed, "points": recorder.points, "greedy_failures": failures}
+    return {**header, "finished": True, "points": recorder.points, "greedy_failures": failures}
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
@@ -210,11 +223,11 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--maps", type=int, default=200, help="held-out seeds per evaluation")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
-    result = run(args.env, args.params, args.budget, args.every, args.seed, args.maps)
     out = (args.out or default_out()) / "greedy_gap"
     out.mkdir(parents=True, exist_ok=True)
-    name = f"{args.env.removeprefix('MiniGrid-').removesuffix('-v0')}-{args.tag}-s{args.seed}.json"
-    write_json(out / name, result)
+    path = out / f"{args.env.removeprefix('MiniGrid-').removesuffix('-v0')}-{args.tag}-s{args.seed}.json"
+    result = run(args.env, args.params, args.budget, args.every, args.seed, args.maps, partial=path)
+    write_json(path, result)
     return result
 
 
