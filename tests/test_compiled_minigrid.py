@@ -29,6 +29,7 @@ from sb3_dirpg.envs import (
     MiniGridBound,
     MiniGridProgressReward,
     MiniGridShapedReward,
+    MissionObs,
     make_minigrid_env,
 )
 from sb3_dirpg.envs.minigrid import CompiledMiniGridSimulator, MiniGridCNN, MiniGridProgressBound, MultiRoomBound
@@ -181,28 +182,32 @@ def _events(
     return found
 
 
-def _progress_chain(env_id: str) -> gym.Env:
-    """:return: the env with the frontier entries' wrappers, the door and pickup rewards kept, and MiniGridProgressReward"""
+def _progress_chain(env_id: str, mission: bool = False) -> gym.Env:
+    """:param mission: wrap MissionObs outside
+    :return: the env with the frontier entries' wrappers, the door and pickup rewards kept, and MiniGridProgressReward"""
     env = MiniGridShapedReward(FastObservation(gym.make(env_id)))
-    return DirectionImageObs(MiniGridProgressReward(env, progress_reward=PROGRESS_REWARD))
+    env = DirectionImageObs(MiniGridProgressReward(env, progress_reward=PROGRESS_REWARD))
+    return MissionObs(env) if mission else env
 
 
 def _play_both(
     env_id: str, env_kwargs: dict[str, Any], gamma: float, step_limit: bool, seed: int, iterations: int,
-    bound_class: type = MultiRoomBound,
+    bound_class: type = MultiRoomBound, mission: bool = False,
 ) -> set[str]:  # fmt: skip
     """Step the env and the compiled simulator from the same randomly chosen reached states, comparing every output.
 
     :param bound_class: the bound: ``MultiRoomBound`` (with ``step_limit``), ``MiniGridBound``, or
         ``MiniGridProgressBound`` on :func:`_progress_chain`
+    :param mission: wrap MissionObs outside the chain (its vector is compared too)
     :return: the events seen
     """
     progress = bound_class is MiniGridProgressBound
 
     def make() -> gym.Env:
         if progress:
-            return _progress_chain(env_id)
-        return make_minigrid_env(env_id.split(" ")[0], **env_kwargs)
+            return _progress_chain(env_id, mission)
+        env = make_minigrid_env(env_id.split(" ")[0], **env_kwargs)
+        return MissionObs(env) if mission else env
 
     options = {"step_limit": step_limit} if bound_class is MultiRoomBound else {}
     bound = bound_class.for_env(make(), gamma=gamma, **options)
@@ -212,6 +217,11 @@ def _play_both(
     seeds = rng.integers(10_000, size=4).tolist()
     roots = reference.reset(seeds), compiled.reset(seeds)
     assert compiled.runs_search_iterations
+    if mission:
+        missions = [o["mission"] for o in roots[0].obs]
+        assert len({m.tobytes() for m in missions}) > 1 and all(m.any() for m in missions), "the missions do not vary"
+        for got, want in zip(compiled.row_observations(compiled.observation_rows(roots[0].obs)), roots[0].obs):
+            np.testing.assert_array_equal(got["mission"], want["mission"], err_msg="a byte row's mission")
     max_steps = reference.simulators[0].env.unwrapped.max_steps
     view = reference.simulators[0].env.unwrapped.agent_view_size
 
@@ -231,6 +241,10 @@ def _play_both(
             np.testing.assert_array_equal(getattr(got, name), getattr(want, name), err_msg=f"{name} on {env_id}")
         for r in range(len(rows)):
             assert got.obs[r]["direction"] == want.obs[r]["direction"]
+            assert got.obs[r].keys() == want.obs[r].keys()
+            if mission:
+                assert got.obs[r]["mission"].dtype == want.obs[r]["mission"].dtype
+                np.testing.assert_array_equal(got.obs[r]["mission"], want.obs[r]["mission"], err_msg=f"mission on {env_id}")
             np.testing.assert_array_equal(got.obs[r]["image"], want.obs[r]["image"], err_msg=f"image on {env_id}")
             steps = pool[rows[r]][3] + 1
             seen |= _events(want, r, steps, max_steps, bound.door_reward, bound.pickup_reward, PROGRESS_REWARD * progress)
@@ -264,6 +278,45 @@ def test_compiled_progress_reward_and_grid_bound_give_the_env_transitions(env_id
     _play_both(env_id, {}, 0.99, False, seed=2, iterations=40, bound_class=MiniGridBound)
     events = PROGRESS_FAMILIES[env_id]
     assert events <= seen, f"random play on {env_id} never showed {events - seen}: the comparison missed those rules"
+
+
+@pytest.mark.parametrize("env_id", ["MiniGrid-LockedRoom-v0", "MiniGrid-KeyCorridorS3R3-v0"])
+def test_compiled_steps_with_the_mission_give_the_env_observations(env_id: str) -> None:
+    """With MissionObs outside the chain (LockedRoom's and KeyCorridor's missions name coloured objects), the
+    observations, the mission's vector included, and every other output equal the env's, bit for bit."""
+    _play_both(env_id, {}, 0.99, False, seed=0, iterations=40, bound_class=MiniGridBound, mission=True)
+    _play_both(env_id, {}, 0.95, False, seed=1, iterations=40, bound_class=MiniGridProgressBound, mission=True)
+
+
+def test_the_compiled_simulator_learns_the_same_parameters_with_the_mission() -> None:
+    """LockedRoom with MissionObs and a mission-gated MiniGridCNN (whose forward the compiled loop hands back to Python):
+    the same seed learns bit-identical parameters on the env and on the compiled simulator, and they did change."""
+
+    def make() -> gym.Env:
+        return MissionObs(_progress_chain("MiniGrid-LockedRoom-v0"))
+
+    policy_kwargs = dict(
+        features_extractor_class=MiniGridCNN, net_arch=[], normalize_images=False,
+        features_extractor_kwargs=dict(mission_gates=2),
+    )  # fmt: skip
+    models = {
+        backend: DirPG(
+            "MultiInputPolicy", make_vec_env(make, n_envs=2, vec_env_cls=DummyVecEnv), max_episode_steps=60,
+            batch_episodes=8, seed=3, search_budget=200, simulator_backend=backend,
+            heuristic=MiniGridProgressBound.for_env(make()), policy_kwargs=policy_kwargs,
+        )  # fmt: skip
+        for backend in ("env", "compiled")
+    }
+    assert type(models["compiled"].simulator) is CompiledMiniGridSimulator
+    start = [p.detach().clone() for p in models["env"].policy.parameters()]
+    for model in models.values():
+        model.learn(4000)
+    assert models["compiled"].simulator.runs_search_iterations
+    assert models["env"].num_timesteps == models["compiled"].num_timesteps
+    env_params = list(models["env"].policy.parameters())
+    assert not all(th.equal(a, b) for a, b in zip(start, env_params)), "no update happened: the comparison is empty"
+    for a, b in zip(env_params, models["compiled"].policy.parameters()):
+        assert th.equal(a, b)
 
 
 def _minigrid_model(backend: str, algo: type = DirPG, **kwargs: Any) -> Any:

@@ -7,7 +7,8 @@ cell, direction, step count and carried object, and the grid's cells as MiniGrid
 its contents). :class:`CompiledMiniGridSimulator` keeps every state the search reaches as a row of arrays (a grid is
 shared until a step changes a cell), and steps a whole batch of rows, with the observation, the shaped (and progress)
 reward and the bound, in one call of :func:`~sb3_dirpg.envs.minigrid.compiled_kernels.step_states`. Episodes
-are still reset by the env itself, so the layouts are MiniGrid's own.
+are still reset by the env itself, so the layouts are MiniGrid's own. A :class:`~sb3_dirpg.envs.minigrid.MissionObs`
+outside the chain is supported: the mission is fixed for an episode, so its vector is read once at reset.
 
 It gives the transitions the env gives (``tests/test_compiled_minigrid.py`` compares them on every supported MiniGrid
 family, and compares learned parameters). Envs it cannot run are found before any training work
@@ -34,7 +35,7 @@ from sb3_dirpg.envs.minigrid.compiled_search import LoopSimulator, search_iterat
 from sb3_dirpg.envs.minigrid.fast_obs import FastObservation, encode_cells, fast_gen_obs
 from sb3_dirpg.envs.minigrid.grid_bound import MiniGridBound, success_targets
 from sb3_dirpg.envs.minigrid.progress import MiniGridProgressBound, MiniGridProgressReward
-from sb3_dirpg.envs.minigrid.wrappers import DirectionImageObs, MiniGridShapedReward
+from sb3_dirpg.envs.minigrid.wrappers import DirectionImageObs, MiniGridShapedReward, MissionObs, encode_mission
 from sb3_dirpg.search import fused
 from sb3_dirpg.search.fused import LoopExit, LoopState
 from sb3_dirpg.search.protocols import Heuristic, Transitions
@@ -121,8 +122,13 @@ def compiled_unsupported(simulator: SimulatorWrapper, heuristic: Heuristic | Non
     if base.agent_view_size > kernels.MAX_VIEW:
         return f"its agent_view_size {base.agent_view_size} is above {kernels.MAX_VIEW}"
     layers = wrapper_layers(simulator.env)
+    if layers and type(layers[0]) is MissionObs:
+        layers = layers[1:]  # its vector is fixed for an episode: the simulator reads it at reset
     if not layers or type(layers[0]) is not DirectionImageObs:
-        return "the outermost wrapper is not DirectionImageObs (build the env with sb3_dirpg.envs.make_minigrid_env)"
+        return (
+            "the outermost wrapper is not DirectionImageObs (or MissionObs around it): build the env with "
+            "sb3_dirpg.envs.make_minigrid_env"
+        )
     allowed = (DirectionImageObs, MiniGridShapedReward, MiniGridProgressReward, FastObservation, *_gymnasium_passive_layers())
     others = [type(layer).__name__ for layer in layers if type(layer) not in allowed]
     if others:
@@ -181,7 +187,11 @@ class CompiledMiniGridSimulator(VecSimulator):
                 getattr(bound, "step_limit", False), grid_bound, getattr(bound, "progress_reward", 0.0),
             )  # fmt: skip
         self._paths = new_paths(width * height)
-        self.observation_width = self._view * self._view * 3 + 1  # the image's bytes, then the direction
+        self._mission_width = len(encode_mission("")) if type(layers[0]) is MissionObs else 0
+        self._image_width = self._view * self._view * 3
+        # the image's bytes, the direction, then the mission's (0 or 1 each)
+        self.observation_width = self._image_width + 1 + self._mission_width
+        self._missions = np.zeros((0, self._mission_width), dtype=np.uint8)  # the batch's, one row per episode
         self._generation = 0
         self._episodes: kernels.Episodes | None = None  # set by each reset whose batch runs on the arrays
         self._compiled_batch = False  # whether the current batch runs on the arrays (False: on the envs)
@@ -198,19 +208,27 @@ class CompiledMiniGridSimulator(VecSimulator):
         return self._compiled_batch
 
     def observation_rows(self, obs: list[Any]) -> np.ndarray:
-        """:param obs: observations of this simulator (``{"image", "direction"}``)
-        :return: them as byte rows: the image's bytes, then the direction, uint8, shape (m, observation_width)"""
+        """:param obs: observations of this simulator (``{"image", "direction"}``, and ``"mission"`` under MissionObs)
+        :return: them as byte rows: the image's bytes, the direction, then the mission's, uint8,
+            shape (m, observation_width)"""
         rows = np.empty((len(obs), self.observation_width), dtype=np.uint8)
+        image = self._image_width
         for row, o in zip(rows, obs):
-            row[:-1] = np.asarray(o["image"], dtype=np.uint8).ravel()
-            row[-1] = int(o["direction"])
+            row[:image] = np.asarray(o["image"], dtype=np.uint8).ravel()
+            row[image] = int(o["direction"])
+            if self._mission_width:
+                row[image + 1 :] = o["mission"]
         return rows
 
     def row_observations(self, rows: np.ndarray) -> list[Any]:
         """:param rows: byte rows of :meth:`observation_rows`
         :return: the observations they hold"""
-        view = self._view
-        return [{"image": row[:-1].reshape(view, view, 3), "direction": int(row[-1])} for row in rows]
+        view, image = self._view, self._image_width
+        obs = [{"image": row[:image].reshape(view, view, 3), "direction": int(row[image])} for row in rows]
+        if self._mission_width:
+            for o, row in zip(obs, rows):
+                o["mission"] = row[image + 1 :].astype(np.float32)
+        return obs
 
     def search_iterations(
         self, state: LoopState, pending: Popped | None, max_iterations: int, counts: np.ndarray,
@@ -234,7 +252,7 @@ class CompiledMiniGridSimulator(VecSimulator):
         sim = LoopSimulator(
             store=tuple(self._store), rules=tuple(self._rules), episodes=tuple(self._episodes),
             bound=tuple(self._bound_params), generation=self._generation, view_size=self._view, n_actions=self.n_actions,
-            with_bounds=self.heuristic is not None,
+            with_bounds=self.heuristic is not None, missions=self._missions,
         )  # fmt: skip
         policy = policy_weights[1:] if own_forward else _NO_WEIGHTS
         expand = fused.NO_POPPED if pending is None else tuple(pending)
@@ -325,7 +343,7 @@ class CompiledMiniGridSimulator(VecSimulator):
         self._generation += 1
         self._store.used[:] = 0
         n_sims = len(self.simulators)
-        rows, episodes = [], []
+        rows, episodes, missions = [], [], []
         for episode, seed in enumerate(seeds):
             env = self.simulators[episode % n_sims]
             obs, _ = env.reset(seed=int(seed))
@@ -336,8 +354,10 @@ class CompiledMiniGridSimulator(VecSimulator):
             bounds = self._bounds(env) if self.heuristic is not None else (-np.inf, np.inf)
             rows.append((obs, 0.0, False, env.action_masks(), self._snapshot_id(encoded.row), bounds))
             episodes.append(encoded)
+            missions.append(encode_mission(env.env.unwrapped.mission)[: self._mission_width])
         self._compiled_batch = True
         n = len(episodes)
+        self._missions = np.array(missions, dtype=np.uint8).reshape(n, self._mission_width)
         doors = np.zeros((n, max([1, *[len(e.doors) for e in episodes]])), dtype=np.int64)
         goals = np.zeros((n, max([1, *[len(e.goals) for e in episodes]])), dtype=np.int64)
         targets = np.zeros((n, max([1, *[len(e.targets) for e in episodes]])), dtype=np.int64)
@@ -392,6 +412,9 @@ class CompiledMiniGridSimulator(VecSimulator):
         base = self._generation << kernels.GENERATION_SHIFT
         with_bounds = self.heuristic is not None
         obs = [{"image": image, "direction": direction} for image, direction in zip(batch.images, batch.directions.tolist())]
+        if self._mission_width:
+            for o, episode in zip(obs, batch.episodes.tolist()):
+                o["mission"] = self._missions[episode].astype(np.float32)
         return Transitions(
             obs=obs, rewards=batch.rewards, terminal=batch.terminal, masks=np.ones((k, self.n_actions), dtype=bool),
             snapshots=[None if row < 0 else base | row for row in batch.reached.tolist()],

@@ -34,6 +34,8 @@ class LoopSimulator(NamedTuple):
     :param view_size: the side of the agent's view
     :param n_actions: the number of actions
     :param with_bounds: whether the search uses the bounds (else they are -inf and inf)
+    :param missions: each episode's mission vector as bytes (``MissionObs``), uint8, shape (episodes, mission width);
+        width 0 without one
     """
 
     store: Any
@@ -44,6 +46,7 @@ class LoopSimulator(NamedTuple):
     view_size: int
     n_actions: int
     with_bounds: bool
+    missions: Any
 
 
 @njit(cache=True)
@@ -68,12 +71,13 @@ def search_iterations(
     # unpacked once into locals, in the order of the records' fields (tests/test_fused_search.py checks the names):
     # packing records into new tuples inside the loop costs a reference count per array at every iteration
     params, nodes, regions, progress, queues, noise, table, node_obs, node_snapshot = search
-    store, rules, episodes, bound, generation, view_size, n_actions, with_bounds = sim
+    store, rules, episodes, bound, generation, view_size, n_actions, with_bounds, missions = sim
     table_, node_count = ObsTable(*table), Nodes(*nodes).count
     no_misses = np.empty(0, np.int64)
     base = generation << GENERATION_SHIFT
     view = view_size
-    width = view * view * 3 + 1
+    image_width = view * view * 3
+    width = image_width + 1 + missions.shape[1]
     popped = pending
     iteration = 0
     while iteration < max_iterations:
@@ -105,8 +109,9 @@ def search_iterations(
         rows = np.empty((k, width), np.uint8)
         snapshots = np.empty(k, np.int64)
         for r in range(k):
-            rows[r, : width - 1] = images[r].ravel()
-            rows[r, width - 1] = directions[r]
+            rows[r, :image_width] = images[r].ravel()
+            rows[r, image_width] = directions[r]
+            rows[r, image_width + 1 :] = missions[expanding.episodes[r]]
             snapshots[r] = -1 if reached[r] < 0 else base | reached[r]
         start = node_count[0]
         reached_ = (rewards, terminal, np.ones((k, n_actions), np.bool_), lower, upper, success)
