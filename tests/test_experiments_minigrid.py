@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from sb3_dirpg import DirPG
 from sb3_dirpg.experiments import control_variate, multiroom_figure, vs_ppo
 
 pytestmark = pytest.mark.integration
@@ -90,7 +91,7 @@ def test_greedy_gap_records_the_diagnostics_and_the_greedy_failures(tmp_path, mo
     monkeypatch.setattr(greedy_gap, "write_json", lambda path, data: (written.append(json.loads(json.dumps(data))),
                                                                       write_json(path, data)))  # fmt: skip
     result = greedy_gap.main(["--env", "MiniGrid-DoorKey-5x5-v0", "--budget", "9000", "--every", "4500", "--maps", "8",
-                              "--tag", "test", "--out", str(tmp_path)])  # fmt: skip
+                              "--tag", "test", "--out", str(tmp_path), "--save"])  # fmt: skip
     points = result["points"]
     assert [p["interactions"] for p in points][0] == 0 and points[-1]["interactions"] >= 9000 and len(points) >= 3
     later = points[1:]
@@ -100,6 +101,7 @@ def test_greedy_gap_records_the_diagnostics_and_the_greedy_failures(tmp_path, mo
     assert failures["episodes"] == 8 and failures["failed"] >= 1
     assert 0 <= failures["looped"] <= 1 and abs(sum(failures["actions"].values()) - 1) < 0.01
     assert (tmp_path / "greedy_gap" / "DoorKey-5x5-test-s0.json").exists()
+    assert DirPG.load(tmp_path / "greedy_gap" / "DoorKey-5x5-test-s0.zip").num_timesteps == points[-1]["interactions"]
     assert [w["finished"] for w in written] == [False] * len(points) + [True]
     assert [len(w["points"]) for w in written[:-1]] == list(range(1, len(points) + 1))
 

@@ -174,7 +174,7 @@ def describe_greedy_failures(model: BaseAlgorithm, env_id: str, env_kwargs: dict
 
 
 def run(env_id: str, params: Sequence[str], budget: int, every: int, seed: int, n_seeds: int = 200,
-        partial: Path | None = None) -> dict[str, Any]:  # fmt: skip
+        partial: Path | None = None, save: Path | None = None) -> dict[str, Any]:  # fmt: skip
     """Train DirPG from the env's entry with a variant's changes, recording the gap and the diagnostics.
 
     :param env_id: the env
@@ -184,6 +184,7 @@ def run(env_id: str, params: Sequence[str], budget: int, every: int, seed: int, 
     :param seed: the training seed
     :param n_seeds: held-out seeds per evaluation (from 10000)
     :param partial: where to write the points so far after each evaluation, marked ``"finished": false``
+    :param save: where to save the trained model (a zip), or None
     :return: the entry's settings, the points and the greedy failures at the end
     """
     from sb3_dirpg.dirpg import DirPG
@@ -205,6 +206,8 @@ def run(env_id: str, params: Sequence[str], budget: int, every: int, seed: int, 
 
     recorder = GapRecorder(env_id, env_kwargs, env_wrapper, every, writer, n_seeds, on_point=save_partial)
     model.learn(budget, callback=recorder, log_interval=1)
+    if save is not None:
+        model.save(save)
     failures = describe_greedy_failures(model, env_id, env_kwargs, env_wrapper, recorder.seeds)
     print("greedy failures at the end:", json.dumps(failures), flush=True)
     return {**header, "finished": True, "points": recorder.points, "greedy_failures": failures}
@@ -222,11 +225,13 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--maps", type=int, default=200, help="held-out seeds per evaluation")
     parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--save", action="store_true", help="also save the trained model beside the results (.zip)")
     args = parser.parse_args(argv)
     out = (args.out or default_out()) / "greedy_gap"
     out.mkdir(parents=True, exist_ok=True)
     path = out / f"{args.env.removeprefix('MiniGrid-').removesuffix('-v0')}-{args.tag}-s{args.seed}.json"
-    result = run(args.env, args.params, args.budget, args.every, args.seed, args.maps, partial=path)
+    save = path.with_suffix(".zip") if args.save else None
+    result = run(args.env, args.params, args.budget, args.every, args.seed, args.maps, partial=path, save=save)
     write_json(path, result)
     return result
 
