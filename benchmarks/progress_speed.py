@@ -1,10 +1,10 @@
 """``python -m benchmarks.progress_speed``: the entries that use the progress reward, on the env and compiled.
 
-The table's DoorKey-5x5 and KeyCorridorS3R1 entries and the frontier's KeyCorridorS3R3 and ObstructedMaze-2Dlh
-entries (``zoo_hyperparams/dirpg.yml``: ``MiniGridProgressReward`` with ``MiniGridProgressBound``, KeyCorridor's and
-ObstructedMaze's success rule, boxes) train on the compiled simulator since ``simulator_backend="auto"`` can run them;
-before, they stepped the env itself. Per env, rows built from the entries as they ship, measured by ``learn``'s
-interactions per second, side by side and interleaved over rounds:
+The table's DoorKey-5x5, KeyCorridorS3R1 and LockedRoom entries and the frontier's KeyCorridorS3R3 and
+ObstructedMaze-2Dlh entries (``zoo_hyperparams/dirpg.yml``: ``MiniGridProgressReward`` with ``MiniGridProgressBound``,
+KeyCorridor's and ObstructedMaze's success rule, boxes, LockedRoom's ``MissionObs``) train on the compiled simulator
+since ``simulator_backend="auto"`` can run them; before, they stepped the env itself. Per env, rows built from the
+entries as they ship, measured by ``learn``'s interactions per second, side by side and interleaved over rounds:
 
 * ``dirpg``: DirPG's entry with ``simulator_backend="auto"`` (the compiled simulator);
 * ``dirpg_env``: the same with ``simulator_backend="env"`` (the code path these entries ran on before);
@@ -34,7 +34,7 @@ from sb3_dirpg.experiments.held_out import build_env
 from sb3_dirpg.experiments.minigrid_table import entry
 from sb3_dirpg.integrations.zoo import algorithm_kwargs
 
-ENVS = ("MiniGrid-DoorKey-5x5-v0", "MiniGrid-KeyCorridorS3R1-v0", "MiniGrid-KeyCorridorS3R3-v0",
+ENVS = ("MiniGrid-DoorKey-5x5-v0", "MiniGrid-KeyCorridorS3R1-v0", "MiniGrid-LockedRoom-v0", "MiniGrid-KeyCorridorS3R3-v0",
         "MiniGrid-ObstructedMaze-2Dlh-v0")  # fmt: skip
 
 
