@@ -101,9 +101,17 @@ def test_greedy_gap_records_the_diagnostics_and_the_greedy_failures(tmp_path, mo
     assert failures["episodes"] == 8 and failures["failed"] >= 1
     assert 0 <= failures["looped"] <= 1 and abs(sum(failures["actions"].values()) - 1) < 0.01
     assert (tmp_path / "greedy_gap" / "DoorKey-5x5-test-s0.json").exists()
-    assert DirPG.load(tmp_path / "greedy_gap" / "DoorKey-5x5-test-s0.zip").num_timesteps == points[-1]["interactions"]
     assert [w["finished"] for w in written] == [False] * len(points) + [True]
     assert [len(w["points"]) for w in written[:-1]] == list(range(1, len(points) + 1))
+    saved = tmp_path / "greedy_gap" / "DoorKey-5x5-test-s0.zip"
+    assert DirPG.load(saved).num_timesteps == points[-1]["interactions"]
+    # --load continues the saved model, with an algorithm setting changed
+    more = greedy_gap.main(["--env", "MiniGrid-DoorKey-5x5-v0", "--budget", "3000", "--every", "3000", "--maps", "4",
+                            "--tag", "more", "--out", str(tmp_path), "--load", str(saved), "--save",
+                            "--params", "refine_success:False"])  # fmt: skip
+    assert more["points"][0]["interactions"] == points[-1]["interactions"]
+    assert more["points"][-1]["interactions"] >= points[-1]["interactions"] + 3000
+    assert DirPG.load(tmp_path / "greedy_gap" / "DoorKey-5x5-more-s0.zip").refine_success is False
 
 
 def test_frontier_probe_spends_each_budget_on_the_same_maps(tmp_path: Path) -> None:

@@ -174,7 +174,7 @@ def describe_greedy_failures(model: BaseAlgorithm, env_id: str, env_kwargs: dict
 
 
 def run(env_id: str, params: Sequence[str], budget: int, every: int, seed: int, n_seeds: int = 200,
-        partial: Path | None = None, save: Path | None = None) -> dict[str, Any]:  # fmt: skip
+        partial: Path | None = None, save: Path | None = None, load: Path | None = None) -> dict[str, Any]:  # fmt: skip
     """Train DirPG from the env's entry with a variant's changes, recording the gap and the diagnostics.
 
     :param env_id: the env
@@ -185,6 +185,8 @@ def run(env_id: str, params: Sequence[str], budget: int, every: int, seed: int, 
     :param n_seeds: held-out seeds per evaluation (from 10000)
     :param partial: where to write the points so far after each evaluation, marked ``"finished": false``
     :param save: where to save the trained model (a zip), or None
+    :param load: a model saved by ``save`` to continue for ``budget`` more interactions, or None; of ``params``, the
+        algorithm's settings (not the env's or the policy's) replace the saved ones, e.g. ``refine_success:True``
     :return: the entry's settings, the points and the greedy failures at the end
     """
     from sb3_dirpg.dirpg import DirPG
@@ -195,17 +197,22 @@ def run(env_id: str, params: Sequence[str], budget: int, every: int, seed: int, 
     settings = {**entry(env_id, "dirpg"), **parse_params(params)}
     env_kwargs, env_wrapper = dict(settings.get("env_kwargs") or {}), settings.get("env_wrapper")
     env = build_env(env_id, env_kwargs, env_wrapper)
-    model = DirPG(settings["policy"], env, seed=seed, device="cpu", **algorithm_kwargs(settings))
+    if load is None:
+        model = DirPG(settings["policy"], env, seed=seed, device="cpu", **algorithm_kwargs(settings))
+    else:
+        changed = set(parse_params(params)) - {"policy", "policy_kwargs", "env_wrapper", "env_kwargs"}
+        overrides = {key: value for key, value in algorithm_kwargs(settings).items() if key in changed}
+        model = DirPG.load(load, env=env, device="cpu", **overrides)
     writer = DiagnosticsWriter()
     model.set_logger(Logger(None, [writer]))
-    header = {"env_id": env_id, "params": list(params), "seed": seed}
+    header = {"env_id": env_id, "params": list(params), "seed": seed, **({"loaded": str(load)} if load else {})}
 
     def save_partial(points: list[dict[str, Any]]) -> None:
         if partial is not None:
             write_json(partial, {**header, "finished": False, "points": points})
 
     recorder = GapRecorder(env_id, env_kwargs, env_wrapper, every, writer, n_seeds, on_point=save_partial)
-    model.learn(budget, callback=recorder, log_interval=1)
+    model.learn(budget, callback=recorder, log_interval=1, reset_num_timesteps=load is None)
     if save is not None:
         model.save(save)
     failures = describe_greedy_failures(model, env_id, env_kwargs, env_wrapper, recorder.seeds)
@@ -226,12 +233,13 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--maps", type=int, default=200, help="held-out seeds per evaluation")
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--save", action="store_true", help="also save the trained model beside the results (.zip)")
+    parser.add_argument("--load", type=Path, default=None, help="continue this saved model for --budget more interactions")
     args = parser.parse_args(argv)
     out = (args.out or default_out()) / "greedy_gap"
     out.mkdir(parents=True, exist_ok=True)
     path = out / f"{args.env.removeprefix('MiniGrid-').removesuffix('-v0')}-{args.tag}-s{args.seed}.json"
     save = path.with_suffix(".zip") if args.save else None
-    result = run(args.env, args.params, args.budget, args.every, args.seed, args.maps, partial=path, save=save)
+    result = run(args.env, args.params, args.budget, args.every, args.seed, args.maps, partial=path, save=save, load=args.load)
     write_json(path, result)
     return result
 
