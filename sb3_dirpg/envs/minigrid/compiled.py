@@ -354,10 +354,11 @@ class CompiledMiniGridSimulator(VecSimulator):
             bounds = self._bounds(env) if self.heuristic is not None else (-np.inf, np.inf)
             rows.append((obs, 0.0, False, env.action_masks(), self._snapshot_id(encoded.row), bounds))
             episodes.append(encoded)
-            missions.append(encode_mission(env.env.unwrapped.mission)[: self._mission_width])
+            if self._mission_width:
+                missions.append(encode_mission(env.env.unwrapped.mission))
         self._compiled_batch = True
         n = len(episodes)
-        self._missions = np.array(missions, dtype=np.uint8).reshape(n, self._mission_width)
+        self._missions = np.array(missions, dtype=np.uint8).reshape(n, self._mission_width)  # (n, 0) without MissionObs
         doors = np.zeros((n, max([1, *[len(e.doors) for e in episodes]])), dtype=np.int64)
         goals = np.zeros((n, max([1, *[len(e.goals) for e in episodes]])), dtype=np.int64)
         targets = np.zeros((n, max([1, *[len(e.targets) for e in episodes]])), dtype=np.int64)
