@@ -209,6 +209,15 @@ def test_a_setting_assigned_after_construction_gets_the_constructors_check(name:
         DirPG("MlpPolicy", target_env(), **{**SETTINGS, name: value})
 
 
+def test_a_learning_rate_assigned_after_construction_is_the_one_the_optimizer_steps_with() -> None:
+    model = DirPG("MlpPolicy", target_env(), **SETTINGS)
+    model.learn(100)
+    model.learning_rate = 0.25
+    assert model.lr_schedule(1.0) == 0.25
+    model.learn(100, reset_num_timesteps=False)
+    assert [group["lr"] for group in model.policy.optimizer.param_groups] == [0.25]
+
+
 def test_astar_without_a_heuristic_set_after_construction_is_refused_before_searching() -> None:
     model = DirPG("MlpPolicy", target_env(), **SETTINGS)
     model.priority = "astar"

@@ -172,6 +172,8 @@ class SimulatorAlgorithm(IterativeAlgorithm):
         value = self.check_setting(name, value)
         if name not in self.SIMULATOR_SETTINGS or getattr(self, "simulator", None) is None or self.env is None:
             super().__setattr__(name, value)
+            if name == "learning_rate" and "lr_schedule" in self.__dict__:
+                self._setup_lr_schedule()  # SB3 reads the schedule, built from learning_rate once, at every step
             return
         old = self.__dict__.get(name)
         super().__setattr__(name, value)
