@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import glob
 from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -568,6 +570,70 @@ def test_refine_budget_caps_only_the_search_after_a_successful_a_opt() -> None:
             assert b.interactions - b.length_opt <= 20
     with pytest.raises(ValueError, match="refine_budget"):
         model.search_config(refine_success=True, refine_budget=0)
+
+
+def test_refine_from_turns_refine_success_on_at_the_first_full_window_that_reaches_it(tmp_path: Path) -> None:
+    """``refine_from``: ``refine_success`` is off until a full window of recent maps has ``a_opt`` succeed on at least
+    that fraction, on from that batch on; the searches then refine, and a saved model keeps it on."""
+    model, _, _ = _empty_with_stop_on_success()
+    model = DirPG("MultiInputPolicy", model.env, seed=0, gamma=0.99, search_budget=300, early_stop=False,
+                  stop_on_success=True, refine_from=0.5, stats_window_size=10, batch_episodes=2,
+                  refine_settings=dict(learning_rate=0.25, gamma=0.95), policy_kwargs=model.policy_kwargs,
+                  device="cpu")  # fmt: skip
+
+    class Watch(BaseCallback):
+        def __init__(self) -> None:
+            super().__init__()
+            self.seen: list[tuple[list[float], bool, bool]] = []  # window, refine_success, refined a successful a_opt
+            self.settings: list[tuple[float, float]] = []  # the learning rate and gamma the next batch gets
+
+        def _on_step(self) -> bool:
+            return True
+
+        def _on_rollout_end(self) -> None:
+            refined = any(ep.success_opt and ep.interactions > ep.length_opt for ep in self.model.searched_batch.episodes)
+            self.seen.append((list(self.model.ep_success_buffer), self.model.refine_success, refined))
+            self.settings.append((self.model.lr_schedule(1.0), self.model.search_config().gamma))
+
+    watch = Watch()
+    model.learn(6_000, callback=watch)
+    reached = [len(window) == 10 and np.mean(window) >= 0.5 for window, _, _ in watch.seen]
+    assert any(reached) and not reached[0]  # the switch happens within the run, not at its start
+    first = reached.index(True)
+    assert [on for _, on, _ in watch.seen] == [k >= first for k in range(len(watch.seen))]
+    assert watch.settings == [(0.25, 0.95) if k >= first else (1e-3, 0.99) for k in range(len(watch.seen))]
+    assert not any(refined for _, _, refined in watch.seen[: first + 1])  # a successful a_opt ended its search
+    assert any(refined for _, _, refined in watch.seen[first + 1 :])
+    assert model.refine_started_at is not None and 0 < model.refine_started_at <= model.num_timesteps
+    model.save(tmp_path / "model")
+    loaded = DirPG.load(tmp_path / "model", env=model.env)
+    assert loaded.refine_success and loaded.refine_started_at == model.refine_started_at
+
+
+@pytest.mark.parametrize("value", [0.0, 1.5, "0.9", True])
+def test_refine_from_outside_a_success_rate_is_refused(value: Any) -> None:
+    with pytest.raises(ValueError, match="refine_from"):
+        DirPG("MlpPolicy", "CartPole-v1", stop_on_success=True, refine_from=value)
+
+
+@pytest.mark.parametrize(
+    ("settings", "match"),
+    [("lr=3e-4", "refine_settings must be a dict"), (dict(lerning_rate=3e-4), "cannot set.*lerning_rate.*learning_rate"),
+     (dict(gamma=1.5), "gamma"), (dict(learning_rate="3e-4"), "learning_rate"), (dict(refine_success=False), "cannot set")],
+)  # fmt: skip
+def test_refine_settings_get_the_constructors_checks_before_training(settings: Any, match: str) -> None:
+    with pytest.raises(ValueError, match=match):
+        DirPG("MlpPolicy", "CartPole-v1", stop_on_success=True, refine_from=0.9, refine_settings=settings)
+
+
+def test_refine_from_without_stop_on_success_is_refused() -> None:
+    with pytest.raises(ValueError, match="stop_on_success"):
+        DirPG("MlpPolicy", "CartPole-v1", refine_from=0.9)
+    model = DirPG("MlpPolicy", "CartPole-v1", stop_on_success=True, refine_from=0.9)
+    model.stop_on_success = False
+    with pytest.raises(ValueError, match="stop_on_success"):
+        model.learn(100)
+    assert model.num_timesteps == 0
 
 
 def test_further_epochs_step_along_the_clipped_surrogate() -> None:

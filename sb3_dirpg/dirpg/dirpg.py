@@ -14,7 +14,13 @@ from sb3_dirpg.common.policies import DirPGPolicy
 from sb3_dirpg.common.simulator_algorithm import SimulatorAlgorithm
 from sb3_dirpg.dirpg.batch_search import BatchSearch
 from sb3_dirpg.dirpg.lookahead import Lookahead
-from sb3_dirpg.dirpg.settings import SETTING_CHECKS, check_astar_heuristic, check_seeds
+from sb3_dirpg.dirpg.settings import (
+    SETTING_CHECKS,
+    check_astar_heuristic,
+    check_refine_from,
+    check_seeds,
+    refine_settings_check,
+)
 from sb3_dirpg.dirpg.solve import Solution, best_solutions, greedy_trajectories
 from sb3_dirpg.dirpg.update import SearchShare, UpdateSteps
 from sb3_dirpg.dirpg.workers import SearchPool, check_worker_payload, make_search_pool
@@ -61,6 +67,12 @@ class DirPG(BatchSearch, SimulatorAlgorithm):
         instead of stopping at once with a zero update (beyond the paper; docs/algorithm.md)
     :param refine_budget: with ``refine_success``, the interactions allowed for the search that refines a successful
         ``a_opt`` (at most ``search_budget``; None: ``search_budget``)
+    :param refine_from: turn ``refine_success`` on by itself once ``a_opt`` has succeeded on at least this fraction of
+        the last ``stats_window_size`` searched maps (a full window; ``rollout/success_rate``), and leave it on: the
+        search learns fast while its samples fail and then refines them (beyond the paper; docs/algorithm.md). None:
+        ``refine_success`` stays as set
+    :param refine_settings: other settings to assign at that moment, e.g. ``{"learning_rate": 3e-4, "gamma": 0.99}``
+        (each checked as the constructor checks it, before training), or None
     :param batch_episodes: episodes searched in lockstep per update (None: ``max(8, n_envs)``)
     :param update_per_episode: apply one optimizer step per searched episode of a batch, in order, instead of one step
         on the batch's mean. With ``batch_episodes=k`` the policy is updated after every map as with
@@ -113,6 +125,7 @@ class DirPG(BatchSearch, SimulatorAlgorithm):
     """
 
     SETTING_CHECKS: ClassVar[dict[str, Any]] = {**SimulatorAlgorithm.SETTING_CHECKS, **SETTING_CHECKS}
+    SETTING_CHECKS["refine_settings"] = refine_settings_check(SETTING_CHECKS)
 
     def __init__(
         self,
@@ -130,6 +143,8 @@ class DirPG(BatchSearch, SimulatorAlgorithm):
         stop_on_success: bool = False,
         refine_success: bool = False,
         refine_budget: int | None = None,
+        refine_from: float | None = None,
+        refine_settings: dict[str, Any] | None = None,
         batch_episodes: int | None = None,
         update_per_episode: bool = False,
         n_epochs: int = 1,
@@ -159,10 +174,12 @@ class DirPG(BatchSearch, SimulatorAlgorithm):
             compiled_loop=compiled_loop,
         )  # fmt: skip
         numbers_ = dict(epsilon=epsilon, search_budget=search_budget, priority=priority, alpha=alpha, lookahead=lookahead,
-                        refine_budget=refine_budget, n_epochs=n_epochs, clip_range=clip_range, ent_coef=ent_coef)  # fmt: skip
+                        refine_budget=refine_budget, refine_from=refine_from, refine_settings=refine_settings,
+                        n_epochs=n_epochs, clip_range=clip_range, ent_coef=ent_coef)  # fmt: skip
         for name, value in {**numbers_, **flags, "n_workers": n_workers, "parallel_backend": parallel_backend}.items():
             self.check_setting(name, value)
         check_astar_heuristic(priority, alpha, heuristic)
+        check_refine_from(refine_from, stop_on_success)
         if priority == "astar" and heuristic is not None and alpha == 0:
             warnings.warn(
                 "DirPG: priority='astar' with alpha=0 ignores the heuristic in the priority, which is then G + ε·L "
@@ -182,6 +199,9 @@ class DirPG(BatchSearch, SimulatorAlgorithm):
         self.alpha = alpha
         self.lookahead = lookahead
         self.refine_budget = refine_budget
+        self.refine_from = refine_from
+        self.refine_settings = refine_settings
+        self.refine_started_at: int | None = None  # the interactions at which refine_from turned refine_success on
         self.n_epochs = n_epochs
         self.clip_range = clip_range
         self.ent_coef = ent_coef
@@ -227,6 +247,7 @@ class DirPG(BatchSearch, SimulatorAlgorithm):
         """Check the settings that depend on each other, as the constructor does (attribute assignment checks each
         setting alone, in any order; this runs before every search and after ``load``)."""
         check_astar_heuristic(self.priority, self.alpha, self.heuristic)
+        check_refine_from(self.refine_from, self.stop_on_success)
 
     def _simulators_rebuilt(self) -> None:
         """A setting the simulators are built with changed: the search workers start again with it, and the batches
@@ -317,8 +338,24 @@ class DirPG(BatchSearch, SimulatorAlgorithm):
             return False
         self._check_heuristic(batch.episodes)
         self._log_search(batch.episodes)
+        self._start_refining()
         self._end_collection(callback, search=batch.episodes)
         return True
+
+    def _start_refining(self) -> None:
+        """Turn ``refine_success`` on once ``a_opt`` succeeds on ``refine_from`` of a full window of recent maps."""
+        if self.refine_from is None:
+            return
+        window = self.ep_success_buffer
+        if not self.refine_success and len(window) == window.maxlen and float(np.mean(window)) >= self.refine_from:
+            self.refine_success = True
+            for name, value in (self.refine_settings or {}).items():
+                setattr(self, name, value)
+            self.refine_started_at = self.num_timesteps
+            if self.verbose >= 1:
+                print(f"DirPG: a_opt succeeded on {np.mean(window):.0%} of the last {len(window)} maps; refine_success "
+                      f"is on from {self.num_timesteps} interactions, with {self.refine_settings or {}}")  # fmt: skip
+        self.logger.record("search/refining", float(self.refine_success))
 
     def train(self) -> None:
         """One DirPG update from the batch of searched episodes in :attr:`searched_batch`: the per-episode outcomes and

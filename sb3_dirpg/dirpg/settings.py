@@ -13,7 +13,7 @@ from sb3_dirpg.search import PRIORITIES
 from sb3_dirpg.search.config import check_flag
 from sb3_dirpg.search.protocols import Heuristic
 
-__all__ = ["FLAGS", "SETTING_CHECKS", "check_astar_heuristic", "check_seeds"]
+__all__ = ["FLAGS", "SETTING_CHECKS", "check_astar_heuristic", "check_refine_from", "check_seeds", "refine_settings_check"]
 
 #: DirPG's bool flags (a string such as "false" is refused: it is truthy)
 FLAGS = (
@@ -47,6 +47,43 @@ def check_astar_heuristic(priority: str, alpha: float, heuristic: Heuristic | No
             f"DirPG: priority='astar' with alpha={alpha} needs a heuristic(env) bound on the return-to-go: pass "
             "heuristic=... (or set model.heuristic), or alpha=0"
         )
+
+
+def check_refine_from(refine_from: float | None, stop_on_success: bool) -> None:
+    """:param refine_from: the ``refine_from`` setting
+    :param stop_on_success: the ``stop_on_success`` setting
+    :raises ValueError: when ``refine_from`` would turn on a ``refine_success`` that changes nothing"""
+    if refine_from is not None and not stop_on_success:
+        raise ValueError(
+            f"DirPG: refine_from={refine_from} turns refine_success on, which changes only what stop_on_success=True "
+            "does: pass stop_on_success=True, or refine_from=None"
+        )
+
+
+#: the settings that ``refine_settings`` may not change: the switch itself, and what the simulators or workers are built with
+NOT_REFINE_SETTINGS = ("refine_from", "refine_settings", "refine_success", "heuristic", "simulator_backend", "n_workers",
+                       "parallel_backend")  # fmt: skip
+
+
+def refine_settings_check(checks: dict[str, Any]) -> Any:
+    """:param checks: the algorithm's setting checks, by name
+    :return: the check of ``refine_settings``: a dict of settings, each checked as the constructor checks it"""
+
+    def check(algo: str, value: Any) -> dict[str, Any] | None:
+        if value is None:
+            return None
+        if not isinstance(value, dict):
+            raise ValueError(
+                f"{algo}: refine_settings must be a dict of settings to assign when refine_from turns refine_success on "
+                f"(e.g. {{'learning_rate': 3e-4, 'gamma': 0.99}}) or None, got {value!r} of type {type(value).__name__}"
+            )
+        allowed = sorted(set(checks) - set(NOT_REFINE_SETTINGS))
+        unknown = [key for key in value if key not in allowed]
+        if unknown:
+            raise ValueError(f"{algo}: refine_settings cannot set {unknown}; it may set {allowed}")
+        return {key: checks[key](algo, setting) for key, setting in value.items()}
+
+    return check
 
 
 def _real(name: str, convert: type = float) -> Any:
@@ -87,6 +124,18 @@ def _check_refine_budget(algo: str, value: Any) -> int | None:
     if int(value) != value or value < 1:
         raise ValueError(f"{algo}: refine_budget must be a positive integer number of interactions or None, got {value!r}")
     return int(value)
+
+
+def _check_refine_from(algo: str, value: Any) -> float | None:
+    if value is None:
+        return None
+    value = _real("refine_from")(algo, value)
+    if not 0.0 < value <= 1.0:
+        raise ValueError(
+            f"{algo}: refine_from must be a success rate in (0, 1] (the fraction of recent maps whose a_opt succeeded) "
+            f"or None, got {value!r}"
+        )
+    return value
 
 
 def _check_priority(algo: str, value: Any) -> str:
@@ -148,6 +197,7 @@ SETTING_CHECKS: dict[str, Any] = {
     "epsilon": _check_epsilon,
     "search_budget": _check_search_budget,
     "refine_budget": _check_refine_budget,
+    "refine_from": _check_refine_from,
     "priority": _check_priority,
     "alpha": _check_alpha,
     "lookahead": _check_lookahead,
