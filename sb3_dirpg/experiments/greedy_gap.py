@@ -40,6 +40,7 @@ DIAGNOSTICS = {
     "success_opt": "search/success_opt",
     "grad_norm": "train/grad_norm",
     "interactions_per_map": "search/interactions_per_episode",
+    "refining": "search/refining",
 }
 ACTIONS = ("left", "right", "forward", "pickup", "drop", "toggle", "done")
 
