@@ -619,7 +619,8 @@ def test_refine_from_outside_a_success_rate_is_refused(value: Any) -> None:
 @pytest.mark.parametrize(
     ("settings", "match"),
     [("lr=3e-4", "refine_settings must be a dict"), (dict(lerning_rate=3e-4), "cannot set.*lerning_rate.*learning_rate"),
-     (dict(gamma=1.5), "gamma"), (dict(learning_rate="3e-4"), "learning_rate"), (dict(refine_success=False), "cannot set")],
+     (dict(gamma=1.5), "gamma"), (dict(learning_rate="3e-4"), "learning_rate"), (dict(refine_success=False), "cannot set"),
+     (dict(stop_on_success=False), "cannot set.*stop_on_success")],
 )  # fmt: skip
 def test_refine_settings_get_the_constructors_checks_before_training(settings: Any, match: str) -> None:
     with pytest.raises(ValueError, match=match):

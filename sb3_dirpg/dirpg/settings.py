@@ -60,9 +60,10 @@ def check_refine_from(refine_from: float | None, stop_on_success: bool) -> None:
         )
 
 
-#: the settings that ``refine_settings`` may not change: the switch itself, and what the simulators or workers are built with
-NOT_REFINE_SETTINGS = ("refine_from", "refine_settings", "refine_success", "heuristic", "simulator_backend", "n_workers",
-                       "parallel_backend")  # fmt: skip
+#: the settings that ``refine_settings`` may not change: the switch itself and ``stop_on_success``, which it needs (turned
+#: off mid-run it would fail the next search's check), and what the simulators or workers are built with
+NOT_REFINE_SETTINGS = ("refine_from", "refine_settings", "refine_success", "stop_on_success", "heuristic",
+                       "simulator_backend", "n_workers", "parallel_backend")  # fmt: skip
 
 
 def refine_settings_check(checks: dict[str, Any]) -> Any:
