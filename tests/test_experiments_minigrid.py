@@ -100,6 +100,10 @@ def test_greedy_gap_records_the_diagnostics_and_the_greedy_failures(tmp_path, mo
     failures = result["greedy_failures"]
     assert failures["episodes"] == 8 and failures["failed"] >= 1
     assert 0 <= failures["looped"] <= 1 and abs(sum(failures["actions"].values()) - 1) < 0.01
+    looped = round(failures["looped"] * failures["failed"])
+    assert sum(failures["loops_facing"].values()) == sum(failures["loop_periods"].values()) == looped
+    hands = [faced.split(", ")[-1] for faced in failures["loops_facing"]]
+    assert all(hand in ("empty-handed", "carrying a key") for hand in hands)
     assert (tmp_path / "greedy_gap" / "DoorKey-5x5-test-s0.json").exists()
     assert [w["finished"] for w in written] == [False] * len(points) + [True]
     assert [len(w["points"]) for w in written[:-1]] == list(range(1, len(points) + 1))

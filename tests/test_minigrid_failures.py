@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -93,3 +94,42 @@ def test_a_variant_is_played_on_its_own_env(tmp_path: Path, capsys: pytest.Captu
         main([str(tmp_path / "m.zip"), "--env", env_id, "--seeds", "10000", "2"])
     main([str(tmp_path / "m.zip"), "--env", env_id, "--seeds", "10000", "2", "--params", f"env_wrapper:{wrappers!r}"])
     assert f"{env_id}, {tmp_path / 'm.zip'}: success" in capsys.readouterr().out
+    main(
+        [str(tmp_path / "m.zip"), "--env", env_id, "--seeds", "10000", "2", "--params", f"env_wrapper:{wrappers!r}", "--loops"]
+    )
+    assert json.loads(capsys.readouterr().out)["episodes"] == 2
+
+
+def test_a_greedy_loop_is_described_by_what_the_agent_faces(capsys: pytest.CaptureFixture) -> None:
+    """``facing`` names the door's state and what the agent carries; a policy that toggles a locked door empty-handed
+    cycles with period 1 there, and ``--loops``' description says so."""
+    from minigrid.core.world_object import Door, Key
+
+    from sb3_dirpg.experiments.greedy_gap import describe_greedy_failures, facing
+
+    env = gym.make("MiniGrid-Empty-5x5-v0")
+    env.reset(seed=0)
+    base = env.unwrapped
+    assert facing(base) == "empty, empty-handed"
+    door = Door("yellow", is_locked=True)
+    base.grid.set(*base.front_pos, door)
+    assert facing(base) == "locked door, empty-handed"
+    door.is_locked = False
+    assert facing(base) == "closed door, empty-handed"
+    door.is_open = True
+    base.carrying = Key("yellow")
+    assert facing(base) == "open door, carrying a key"
+
+    class Toggler:
+        """Turns left once, to face the wall, then toggles for ever (the state repeats at once)."""
+
+        def __init__(self) -> None:
+            self.steps = 0
+
+        def predict(self, obs: Any, deterministic: bool = True) -> tuple[np.ndarray, None]:
+            self.steps += 1
+            return np.array(LEFT if self.steps == 1 else 5), None
+
+    failures = describe_greedy_failures(Toggler(), "MiniGrid-Empty-5x5-v0", {}, None, [10_000])  # type: ignore[arg-type]
+    assert failures["failed"] == 1 and failures["looped"] == 1.0
+    assert failures["loop_periods"] == {"1": 1} and failures["loops_facing"] == {"wall, empty-handed": 1}

@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -127,6 +128,19 @@ class GapRecorder(BaseCallback):
         self._since = time.perf_counter()
 
 
+def facing(base: Any) -> str:
+    """:param base: an unwrapped MiniGrid env
+    :return: what the agent faces and what it carries, e.g. ``"locked door, empty-handed"``"""
+    cell = base.grid.get(*base.front_pos)
+    if cell is None:
+        what = "empty"
+    elif cell.type == "door":
+        what = "locked door" if cell.is_locked else "open door" if cell.is_open else "closed door"
+    else:
+        what = cell.type
+    return f"{what}, {'carrying a ' + base.carrying.type if base.carrying is not None else 'empty-handed'}"
+
+
 def describe_greedy_failures(model: BaseAlgorithm, env_id: str, env_kwargs: dict[str, Any], env_wrapper: Any,
                              seeds: Sequence[int]) -> dict[str, Any]:  # fmt: skip
     """Play the greedy policy on held-out seeds and describe the episodes that fail.
@@ -138,7 +152,8 @@ def describe_greedy_failures(model: BaseAlgorithm, env_id: str, env_kwargs: dict
     :param seeds: the held-out seeds
     :return: ``failed`` (their number of ``episodes``), and over the failed ones: ``cells`` (mean distinct cells),
         ``looped`` (fraction whose full state repeated: a deterministic policy then cycles), ``loop_length`` (mean
-        period of the cycle), and ``actions`` (the share of each action)
+        period of the cycle), ``actions`` (the share of each action), and of the failures that cycle, ``loops_facing``
+        (how many faced each thing, :func:`facing`, where the cycle closed) and ``loop_periods`` (how many had each period)
     """
     env = build_env(env_id, env_kwargs, env_wrapper)
     base = env.unwrapped
@@ -147,11 +162,12 @@ def describe_greedy_failures(model: BaseAlgorithm, env_id: str, env_kwargs: dict
         obs, _ = env.reset(seed=int(seed))
         seen: dict[bytes, int] = {}
         cells, actions, loop, steps, done, success = set(), np.zeros(len(ACTIONS)), 0, 0, False, False
+        faced = ""
         while not done:
             carried = base.carrying.encode() if base.carrying is not None else (0, 0, 0)
             state = np.concatenate([[*base.agent_pos, base.agent_dir, *carried], base.grid.encode().ravel()]).tobytes()
             if state in seen and not loop:
-                loop = steps - seen[state]
+                loop, faced = steps - seen[state], facing(base)
             seen.setdefault(state, steps)
             cells.add(tuple(int(v) for v in base.agent_pos))
             action = int(np.asarray(model.predict(obs, deterministic=True)[0]).reshape(-1)[0])
@@ -161,7 +177,7 @@ def describe_greedy_failures(model: BaseAlgorithm, env_id: str, env_kwargs: dict
             done = terminated or truncated
             success = done and is_success(float(reward), terminated, info)
         if not success:
-            failed.append({"cells": len(cells), "loop": loop, "actions": actions / max(1, actions.sum())})
+            failed.append({"cells": len(cells), "loop": loop, "faced": faced, "actions": actions / max(1, actions.sum())})
     if not failed:
         return {"episodes": len(seeds), "failed": 0}
     return {
@@ -171,6 +187,8 @@ def describe_greedy_failures(model: BaseAlgorithm, env_id: str, env_kwargs: dict
         "looped": float(np.mean([f["loop"] > 0 for f in failed])),
         "loop_length": float(np.mean([f["loop"] for f in failed if f["loop"] > 0] or [np.nan])),
         "actions": dict(zip(ACTIONS, np.mean([f["actions"] for f in failed], axis=0).round(3).tolist())),
+        "loops_facing": dict(Counter(f["faced"] for f in failed if f["loop"] > 0).most_common()),
+        "loop_periods": {str(k): v for k, v in sorted(Counter(f["loop"] for f in failed if f["loop"] > 0).items())},
     }
 
 

@@ -9,11 +9,16 @@ Usage::
 
     python -m sb3_dirpg.experiments.minigrid_failures \\
         docs/results/minigrid_table_runs/MiniGrid-FourRooms-v0/dirpg-s0/model.zip --env MiniGrid-FourRooms-v0
+
+With ``--loops``, it describes the greedy policy's failures instead
+(:func:`~sb3_dirpg.experiments.greedy_gap.describe_greedy_failures`): how many cycle, with what period, and what the
+agent faces where the cycle closes (a locked door without its key, say).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -24,6 +29,7 @@ import torch as th
 from stable_baselines3.common.base_class import BaseAlgorithm
 
 from sb3_dirpg.envs.minigrid import MiniGridBound
+from sb3_dirpg.experiments.greedy_gap import describe_greedy_failures
 from sb3_dirpg.experiments.held_out import build_env, is_success
 
 DEFAULT_EDGES = (0, 10, 20, 30)
@@ -132,10 +138,17 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--seeds", type=int, nargs=2, default=(10_000, 200), metavar=("FIRST", "COUNT"))
     parser.add_argument("--edges", type=int, nargs="+", default=list(DEFAULT_EDGES), help="lower edges of the groups")
     parser.add_argument("--greedy", action="store_true", help="greedy actions (default: sampled, as the table)")
+    parser.add_argument("--loops", action="store_true",
+                        help="describe the greedy failures instead: where their cycles close, and their actions")
     parser.add_argument("--params", nargs="+", default=[], metavar="KEY:VALUE",
                         help="the variant's changes, as the table's --params gave them (an env_wrapper changes the env)")
     args = parser.parse_args(argv)
     model = load_model(args.model, args.method)
+    if args.loops:
+        seeds = range(args.seeds[0], args.seeds[0] + args.seeds[1])
+        env_kwargs, env_wrapper = evaluation_env(args.env, args.method, args.params)
+        print(json.dumps(describe_greedy_failures(model, args.env, env_kwargs, env_wrapper, seeds)))
+        return
     env = build_env(args.env, *evaluation_env(args.env, args.method, args.params))
     th.manual_seed(0)
     episodes = [play_episode(model, env, seed, args.greedy) for seed in range(args.seeds[0], args.seeds[0] + args.seeds[1])]
