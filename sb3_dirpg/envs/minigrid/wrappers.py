@@ -162,6 +162,47 @@ class MiniGridShapedReward(gym.Wrapper, gym.utils.RecordConstructorArgs):
         return obs, shaped, terminated, truncated, info
 
 
+class MiniGridNoOpPenalty(gym.Wrapper, gym.utils.RecordConstructorArgs):
+    """Subtracts ``penalty`` from the reward of a step that changed nothing: the agent kept its cell, its direction and
+    what it carries, the cell it faces holds the same object in the same state, and the episode did not end.
+
+    Toggling a locked door without its key, a pickup with nothing in front, walking into a wall: a policy that does
+    these when sampled loses only a step, which no search objective without a time cost sees; its greedy policy repeats
+    them for ever. No shortest way to success has such a step, so the best trajectories stay the best; a bound on the
+    return without the penalty stays an upper bound. It compares the state before and after each step, so it has no
+    state of its own and needs nothing in a simulator snapshot. It runs on the env path, not the compiled simulator.
+
+    :param env: a MiniGrid env (possibly wrapped)
+    :param penalty: what a step that changed nothing costs, > 0
+    """
+
+    def __init__(self, env: gym.Env, penalty: float = 1.0) -> None:
+        gym.utils.RecordConstructorArgs.__init__(self, penalty=penalty)
+        gym.Wrapper.__init__(self, env)
+        if not hasattr(env.unwrapped, "grid") or not hasattr(env.unwrapped, "carrying"):
+            raise ValueError(f"MiniGridNoOpPenalty needs a MiniGrid env, got {env.unwrapped!r}")
+        if not penalty > 0:
+            raise ValueError(f"MiniGridNoOpPenalty: penalty must be > 0, got {penalty}")
+        self.penalty = float(penalty)
+        self._base = env.unwrapped
+
+    def _pose(self) -> tuple[Any, ...]:
+        """:return: what a step can change: the agent's cell, direction and load, the faced object and its state"""
+        base = self._base
+        front = front_cell(base)
+        door = (front.is_open, front.is_locked) if front is not None and front.type == "door" else None
+        return (*(int(v) for v in base.agent_pos), int(base.agent_dir), id(base.carrying), id(front), door)
+
+    def step(self, action: int) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        """:param action: MiniGrid action
+        :return: observation, reward (less the penalty for a step that changed nothing), terminated, truncated, info"""
+        before = self._pose()
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        if not terminated and self._pose() == before:
+            reward = float(reward) - self.penalty
+        return obs, reward, terminated, truncated, info
+
+
 def make_minigrid_env(
     env_id: str,
     shaped_reward: bool = True,
