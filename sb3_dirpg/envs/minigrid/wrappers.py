@@ -168,8 +168,9 @@ class MiniGridNoOpPenalty(gym.Wrapper, gym.utils.RecordConstructorArgs):
 
     Toggling a locked door without its key, a pickup with nothing in front, walking into a wall: a policy that does
     these when sampled loses only a step, which no search objective without a time cost sees; its greedy policy repeats
-    them for ever. No shortest way to success has such a step, so the best trajectories stay the best; a bound on the
-    return without the penalty stays an upper bound. It compares the state before and after each step, so it has no
+    them for ever. No shortest way to success has such a step, so the best trajectories stay the best. A bound on the
+    return without the penalty stays an upper bound (what the search uses with ``epsilon > 0``), but not a lower one
+    (with ``epsilon < 0``). It compares the state before and after each step, so it has no
     state of its own and needs nothing in a simulator snapshot. It runs on the env path, not the compiled simulator.
 
     :param env: a MiniGrid env (possibly wrapped)
