@@ -101,8 +101,8 @@ def test_a_variant_is_played_on_its_own_env(tmp_path: Path, capsys: pytest.Captu
 
 
 def test_a_greedy_loop_is_described_by_what_the_agent_faces(capsys: pytest.CaptureFixture) -> None:
-    """``facing`` names the door's state and what the agent carries; a policy that toggles a locked door empty-handed
-    cycles with period 1 there, and ``--loops``' description says so."""
+    """``facing`` names the door's state and what the agent carries; a policy that toggles in front of a wall cycles
+    with period 1 there, and the greedy failures' description says so."""
     from minigrid.core.world_object import Door, Key
 
     from sb3_dirpg.experiments.greedy_gap import describe_greedy_failures, facing

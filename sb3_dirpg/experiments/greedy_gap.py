@@ -31,6 +31,7 @@ from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.logger import KVWriter, Logger
 
+from sb3_dirpg.envs.minigrid.fast_obs import front_cell
 from sb3_dirpg.experiments.common import default_out, write_json
 from sb3_dirpg.experiments.held_out import EVAL_SEED, build_env, evaluate_held_out, is_success
 
@@ -131,7 +132,7 @@ class GapRecorder(BaseCallback):
 def facing(base: Any) -> str:
     """:param base: an unwrapped MiniGrid env
     :return: what the agent faces and what it carries, e.g. ``"locked door, empty-handed"``"""
-    cell = base.grid.get(*base.front_pos)
+    cell = front_cell(base)
     if cell is None:
         what = "empty"
     elif cell.type == "door":
