@@ -608,6 +608,12 @@ def test_refine_from_turns_refine_success_on_at_the_first_full_window_that_reach
     model.save(tmp_path / "model")
     loaded = DirPG.load(tmp_path / "model", env=model.env)
     assert loaded.refine_success and loaded.refine_started_at == model.refine_started_at
+    # rl-zoo3's -i passes the entry's settings, those from before the switch: the loaded model still refines
+    with pytest.warns(UserWarning, match="goes on with refine_settings"):
+        resumed = DirPG.load(tmp_path / "model", env=model.env, learning_rate=1e-3, gamma=0.99, refine_success=False)
+    assert resumed.refine_success and (resumed.lr_schedule(1.0), resumed.search_config().gamma) == (0.25, 0.95)
+    other = DirPG.load(tmp_path / "model", env=model.env, refine_settings=dict(learning_rate=0.5))
+    assert (other.lr_schedule(1.0), other.gamma) == (0.5, 0.95)
 
 
 @pytest.mark.parametrize("value", [0.0, 1.5, "0.9", True])

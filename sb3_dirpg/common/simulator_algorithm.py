@@ -352,7 +352,14 @@ class SimulatorAlgorithm(IterativeAlgorithm):
             force_reset=force_reset, **kwargs,
         )  # fmt: skip
         model.check_settings()
+        model._after_load(kwargs)
         return model
+
+    def _after_load(self, overrides: dict[str, Any]) -> None:
+        """Restore what ``load``'s keyword arguments must not undo (nothing here; see :meth:`DirPG._after_load`).
+
+        :param overrides: the keyword arguments given to ``load``
+        """
 
     def _excluded_save_params(self) -> list[str]:
         excluded = ["simulator", "_obs_transform", "_batch_episode_infos", "_batched_policy_memo"]

@@ -69,8 +69,9 @@ class DirPG(BatchSearch, SimulatorAlgorithm):
         ``a_opt`` (at most ``search_budget``; None: ``search_budget``)
     :param refine_from: turn ``refine_success`` on by itself once ``a_opt`` has succeeded on at least this fraction of
         the last ``stats_window_size`` searched maps (a full window; ``rollout/success_rate``), and leave it on: the
-        search learns fast while its samples fail and then refines them (beyond the paper; docs/algorithm.md). None:
-        ``refine_success`` stays as set
+        search learns fast while its samples fail and then refines them (beyond the paper; docs/algorithm.md). A model
+        saved after the switch goes on refining when loaded, with ``refine_settings`` over ``load``'s keyword arguments.
+        None: ``refine_success`` stays as set
     :param refine_settings: other settings to assign at that moment, e.g. ``{"learning_rate": 3e-4, "gamma": 0.99}``
         (each checked as the constructor checks it, before training), or None
     :param batch_episodes: episodes searched in lockstep per update (None: ``max(8, n_envs)``)
@@ -348,14 +349,38 @@ class DirPG(BatchSearch, SimulatorAlgorithm):
             return
         window = self.ep_success_buffer
         if not self.refine_success and len(window) == window.maxlen and float(np.mean(window)) >= self.refine_from:
-            self.refine_success = True
-            for name, value in (self.refine_settings or {}).items():
-                setattr(self, name, value)
+            self._apply_refine_settings()
             self.refine_started_at = self.num_timesteps
             if self.verbose >= 1:
                 print(f"DirPG: a_opt succeeded on {np.mean(window):.0%} of the last {len(window)} maps; refine_success "
                       f"is on from {self.num_timesteps} interactions, with {self.refine_settings or {}}")  # fmt: skip
         self.logger.record("search/refining", float(self.refine_success))
+
+    def _apply_refine_settings(self) -> None:
+        """Turn ``refine_success`` on and assign ``refine_settings``."""
+        self.refine_success = True
+        for name, value in (self.refine_settings or {}).items():
+            setattr(self, name, value)
+
+    def _after_load(self, overrides: dict[str, Any]) -> None:
+        """A model saved after ``refine_from`` turned refining on goes on refining: ``refine_settings`` are assigned
+        again over ``load``'s keyword arguments. rl-zoo3's ``-i`` (continue training) passes the entry's settings,
+        which are those from before the switch; without this a resumed run would refine with them.
+
+        :param overrides: the keyword arguments given to ``load``
+        """
+        if self.refine_from is None or self.refine_started_at is None:
+            return
+        settings = {"refine_success": True, **(self.refine_settings or {})}
+        undone = {name: overrides[name] for name, value in settings.items() if name in overrides and overrides[name] != value}
+        if undone:
+            warnings.warn(
+                f"DirPG.load: this model turned refine_success on at {self.refine_started_at} interactions (refine_from="
+                f"{self.refine_from}), so it goes on with refine_settings={self.refine_settings} in place of {undone}; "
+                "pass refine_settings=... to refine with other settings",
+                stacklevel=3,
+            )  # fmt: skip
+        self._apply_refine_settings()
 
     def train(self) -> None:
         """One DirPG update from the batch of searched episodes in :attr:`searched_batch`: the per-episode outcomes and
