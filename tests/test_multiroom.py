@@ -5,6 +5,7 @@ evaluation, shared with the paper's figure 3 (``--figure``), counts the maps whe
 from __future__ import annotations
 
 import json
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -87,6 +88,18 @@ def test_stop_on_success_warns_when_the_env_never_reports_success() -> None:
     model = DirPG("MlpPolicy", "CartPole-v1", search_budget=20, stop_on_success=True, batch_episodes=2, seed=0, device="cpu")
     with pytest.warns(UserWarning, match="is_success"):
         model.learn(200)
+
+
+def test_stop_on_success_does_not_warn_when_max_episode_steps_cuts_every_trajectory() -> None:
+    """Cut trajectories are not the env's ends: MiniGridShapedReward reports success at every end, and the search stops
+    on the first one, so a batch whose trajectories were all cut is no reason to warn (it was, before). The env path
+    (the compiled simulator reports success by itself)."""
+    model = shipped_n6(max_episode_steps=4, search_budget=20, simulator_backend="env")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model.learn(48)
+    assert model.num_timesteps >= 48
+    assert not [w for w in caught if "is_success" in str(w.message)]
 
 
 def test_experiment_runs_checkpoints_resumes_and_reports(tmp_path: Path) -> None:

@@ -53,7 +53,8 @@ class VecSimulator:
     snapshot is the one this simulator took last (nothing has stepped it since), which is how a search usually goes
     on down a trajectory. A step that ends an episode
     reports success when the env's info says ``is_success`` (SB3's convention; a bool or numpy bool, anything else is
-    refused); ``reports_success`` tells whether any episode end so far carried that key.
+    refused); ``reports_success`` tells whether any episode end so far carried that key, and ``ends_without_success``
+    whether one did not (trajectories cut by ``max_episode_steps`` are not the env's ends and count for neither).
 
     The heuristic is called after the state's snapshot is taken: when it steps, resets or restores the wrapper (its
     ``state_version`` changed), the next step from that state restores the snapshot first. An exception inside it is
@@ -80,6 +81,7 @@ class VecSimulator:
         self._start = int(action_space.start)
         self._all_legal = np.ones(self.n_actions, dtype=bool)
         self.reports_success = False
+        self.ends_without_success = False
         self._float_obs_keys = _float_observation_keys(simulators[0].observation_space)
         space = simulators[0].observation_space
         self._box_shape = space.shape if isinstance(space, spaces.Box) else None  # checked at every step (cheap)
@@ -303,6 +305,7 @@ class VecSimulator:
             )
         flag = info.get("is_success")
         if flag is None and "is_success" not in info:
+            self.ends_without_success = True
             return False
         if not is_bool(flag):
             raise EnvAPIError(f"the env {env_name(env)}: step() {success_problem(flag)}; {SUCCESS_ADVICE}")

@@ -478,9 +478,11 @@ class DirPG(BatchSearch, SimulatorAlgorithm):
         :param episodes: the searched episodes of a batch
         """
         found = [ep for ep in episodes if ep.opt_leaf >= 0]
-        if self.stop_on_success and found and self.simulator is not None and not self.simulator.reports_success:
+        simulator = self.simulator  # trajectories cut by max_episode_steps are not the env's ends: they say nothing
+        unreported = simulator is not None and simulator.ends_without_success and not simulator.reports_success
+        if self.stop_on_success and found and unreported:
             warnings.warn(
-                f"DirPG: stop_on_success=True, but no episode end of {env_name(self.simulator.simulators[0])} reported "
+                f"DirPG: stop_on_success=True, but the episode ends of {env_name(simulator.simulators[0])} report no "
                 "info['is_success'], so the search never stops on success; add the key in a wrapper (MiniGrid: "
                 "sb3_dirpg.envs.MiniGridShapedReward) or pass stop_on_success=False",
                 stacklevel=2,
