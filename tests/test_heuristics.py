@@ -22,6 +22,8 @@ from sb3_dirpg.envs import make_minigrid_env
 from sb3_dirpg.envs.minigrid import MultiRoomBound
 from sb3_dirpg.envs.minigrid.grid_bound import UNREACHABLE, MiniGridBound, success_targets
 from sb3_dirpg.envs.minigrid.progress import MiniGridProgressBound, MiniGridProgressReward
+from sb3_dirpg.envs.minigrid.seen import SeenCells
+from sb3_dirpg.simulator.unwrap import wrapper_layers
 
 GAMMAS = (1.0, 0.99)
 N_ACTIONS = 7  # every MiniGrid action, including the no-ops (pickup/drop/done where nothing happens)
@@ -85,14 +87,15 @@ class StateRecord:
     bounds: dict[str, np.ndarray] = field(default_factory=dict)  # name -> array (len(GAMMAS), 2) of (lower, upper)
 
 
-def exhaustive_search(env, bounds: dict[str, Callable]) -> dict[tuple, StateRecord]:
+def exhaustive_search(env, bounds: dict[str, Callable], cloner: MiniGridTestCloner | None = None) -> dict[tuple, StateRecord]:
     """Best and worst discounted return-to-go of every state reachable from the env's current state.
 
     :param env: the wrapped MiniGrid env (shaped reward), just reset
     :param bounds: name -> function(env, gamma) -> (lower, upper), evaluated at every reachable non-terminal state
+    :param cloner: the test cloner of the env's state (by default of the unwrapped env alone)
     :return: memo key -> record
     """
-    cloner = MiniGridTestCloner(env.unwrapped)
+    cloner = cloner or MiniGridTestCloner(env.unwrapped)
     gammas = np.array(GAMMAS)
     memo: dict[tuple, StateRecord] = {}
 
@@ -651,3 +654,157 @@ def test_the_way_through_the_red_door_is_tight() -> None:
     })  # fmt: skip
     assert violations(memo, "grid") == (0, 0)
     assert violations(memo, "too_long")[0] > 0
+
+
+# -- keys the agent has not seen (SeenCells) ---------------------------------------------------------------------------
+
+SEEN_CASES = [("MiniGrid-KeyCorridorS3R1-v0", 0, 16), ("MiniGrid-Unlock-v0", 0, 22), (TINY, 0, 16), (TINY, 2, 16)]
+
+
+class UnseenWayTooLong(MiniGridBound):
+    """A mistake: the way through the cells not seen yet two steps too long."""
+
+    @classmethod
+    def _way_through_unseen(cls, entry, ax, ay, x, y, locked) -> int:
+        way = super()._way_through_unseen(entry, ax, ay, x, y, locked)
+        return way if way == UNREACHABLE else way + 2
+
+
+def seen_layer(env) -> SeenCells:
+    return next(layer for layer in wrapper_layers(env) if isinstance(layer, SeenCells))
+
+
+def with_mask(bound_class: type, mask: Callable, **options) -> Callable:
+    """:return: ``fn(env, gamma)``: the bound with the env's SeenCells mask set to ``mask(env)`` (any mask: the bound
+    must be admissible whatever the agent has seen, since the true key lies at a seen key or an unseen cell)"""
+
+    def fn(env, gamma: float) -> tuple[float, float]:
+        layer = seen_layer(env)
+        saved = layer.seen
+        layer.seen = mask(env)
+        try:
+            return as_pair(bound_class(gamma, 0.0, 100.0, 0.0, **options)(env))
+        finally:
+            layer.seen = saved
+
+    return fn
+
+
+def hidden_keys(env) -> np.ndarray:
+    """:return: every cell seen but those that hold a key or a box (the way through the unseen cells is then the way
+    through those, which is tight where the way through the key is)"""
+    grid = env.unwrapped.grid
+    return np.array([cell is None or cell.type not in ("key", "box") for cell in grid.grid]).reshape(grid.height, grid.width)
+
+
+@pytest.fixture(scope="module")
+def seen_searched() -> dict[tuple, dict[tuple, StateRecord]]:
+    """Exhaustive search of KeyCorridorS3R1 and the tiny mazes (the success reward alone) with the grid bound under
+    masks of seen cells: none, all, and a random one at each state (fixed seed)."""
+    rng = np.random.default_rng(0)
+    results = {}
+    for env_id, seed, horizon in SEEN_CASES:
+        env = SeenCells(make_minigrid_env(env_id, max_steps=horizon, door_reward=0.0, pickup_reward=0.0))
+        env.reset(seed=seed)
+        none = lambda e: np.zeros(seen_layer(e).seen.shape, bool)  # noqa: E731
+        every = lambda e: np.ones(seen_layer(e).seen.shape, bool)  # noqa: E731
+        some = lambda e: rng.random(seen_layer(e).seen.shape) < 0.5  # noqa: E731
+        results[(env_id, seed, horizon)] = exhaustive_search(env, {
+            "plain": lambda e, g: as_pair(MiniGridBound(g, 0.0, 100.0, 0.0)(e.env)),  # the chain without SeenCells
+            "none": with_mask(MiniGridBound, none),
+            "every": with_mask(MiniGridBound, every),
+            "some": with_mask(MiniGridBound, some),
+            "counted_none": with_mask(MiniGridBound, none, count_key_actions=True),
+            "counted_some": with_mask(MiniGridBound, some, count_key_actions=True),
+            "too_long": with_mask(UnseenWayTooLong, hidden_keys),
+        })  # fmt: skip
+    return results
+
+
+def test_bound_with_unseen_keys_is_admissible(seen_searched) -> None:
+    """Whatever the agent has seen, the grid bound that counts an unseen key at the nearest unseen cell is admissible at
+    every reachable state (gamma 1 and 0.99, with and without the counted key actions); with every cell seen it is the
+    plain bound; with none seen it is looser at some states (it no longer knows where the key is). The way through the
+    unseen cells two steps too long is caught (where only the key's cell is unseen)."""
+    caught = 0
+    for case, memo in seen_searched.items():
+        assert max(record.best[0] for record in memo.values()) == 100.0, case
+        for name in ("none", "every", "some", "counted_none", "counted_some"):
+            assert violations(memo, name) == (0, 0), (case, name)
+        every = np.array([r.bounds["every"] for r in memo.values()])
+        plain = np.array([r.bounds["plain"] for r in memo.values()])
+        none = np.array([r.bounds["none"][:, 1] for r in memo.values()])
+        assert np.array_equal(every, plain), case
+        assert (none >= plain[:, :, 1] - 1e-9).all() and (none > plain[:, :, 1] + 1e-6).any(), case
+        caught += violations(memo, "too_long")[0] > 0
+    assert caught > 0
+
+
+def test_seen_cells_are_minigrids_view_and_snapshot_with_the_env() -> None:
+    """``seen`` is the union of MiniGrid's own visible cells (``gen_obs_grid``'s mask, placed with ``get_view_coords``)
+    over the episode's observations, on random play; a SimulatorWrapper snapshot restores it; bad input is refused."""
+    from minigrid.minigrid_env import MiniGridEnv
+
+    from sb3_dirpg.simulator import SimulatorWrapper
+
+    def visible(base) -> np.ndarray:
+        _, mask = MiniGridEnv.gen_obs_grid(base)
+        cells = np.zeros((base.grid.height, base.grid.width), bool)
+        for y in range(base.grid.height):
+            for x in range(base.grid.width):
+                vx, vy = base.get_view_coords(x, y)
+                cells[y, x] = 0 <= vx < mask.shape[0] and 0 <= vy < mask.shape[1] and bool(mask[vx, vy])
+        return cells
+
+    rng = np.random.default_rng(0)
+    grew = 0
+    for env_id in ("MiniGrid-KeyCorridorS3R3-v0", "MiniGrid-ObstructedMaze-1Dlh-v0", "MiniGrid-FourRooms-v0"):
+        env = SeenCells(make_minigrid_env(env_id))
+        for seed in range(3):
+            env.reset(seed=seed)
+            union = visible(env.unwrapped)
+            assert np.array_equal(env.seen, union)
+            for _ in range(40):
+                _, _, terminated, truncated, _ = env.step(int(rng.integers(N_ACTIONS)))
+                if terminated or truncated:
+                    break
+                union |= visible(env.unwrapped)
+                assert np.array_equal(env.seen, union), (env_id, seed)
+            grew += int(union.sum() > visible(env.unwrapped).sum())
+    assert grew > 3
+    sim = SimulatorWrapper(SeenCells(make_minigrid_env("MiniGrid-KeyCorridorS3R3-v0")))
+    sim.reset(seed=0)
+    before = seen_layer(sim).seen
+    snapshot = sim.snapshot()
+    for action in (0, 0, 2, 2, 5, 1, 1, 2, 5):
+        sim.step(action)
+    assert not np.array_equal(seen_layer(sim).seen, before)
+    sim.restore(snapshot)
+    assert np.array_equal(seen_layer(sim).seen, before)
+    with pytest.raises(ValueError, match="image"):
+        SeenCells(gym.wrappers.FlattenObservation(gym.wrappers.FilterObservation(
+            make_minigrid_env("MiniGrid-Unlock-v0"), ["image"])))  # fmt: skip
+
+
+def test_progress_with_seen_cells_telescopes_and_stops_seeing_the_key() -> None:
+    """With SeenCells inside the progress reward, the potential counts an unseen key at the nearest unseen cell: the
+    reward still sums to ``p * (d(s_0) - d(s_T))`` plus the goal reward over random episodes (the bound reads the same
+    potential), and at the start of KeyCorridorS3R3 the steps to success are fewer than with the key's true cell on
+    most maps (the key lies behind a closed door)."""
+    rng = np.random.default_rng(1)
+    fewer = 0
+    for seed in range(20):
+        inner = SeenCells(make_minigrid_env("MiniGrid-KeyCorridorS3R3-v0", max_steps=60, door_reward=0.0, pickup_reward=0.0))
+        env = MiniGridProgressReward(inner, progress_reward=PROGRESS)
+        steps = MiniGridBound()
+        env.reset(seed=seed)
+        first = steps.steps_to_success(env)
+        fewer += first < steps.steps_to_success(inner.env)  # the chain without SeenCells
+        total, info, done = 0.0, {}, False
+        while not done:
+            _, reward, terminated, truncated, info = env.step(int(rng.integers(N_ACTIONS)))
+            total, done = total + reward, terminated or truncated
+        last = 0 if info["is_success"] else steps.steps_to_success(env)
+        assert total == pytest.approx(100.0 * info["is_success"] + PROGRESS * (first - last)), seed
+        assert MiniGridProgressBound.for_env(env).steps_to_success(env) == steps.steps_to_success(env)
+    assert fewer >= 15

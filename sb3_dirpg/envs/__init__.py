@@ -22,6 +22,7 @@ from sb3_dirpg.envs.minigrid import (
     MiniGridShapedReward,
     MissionObs,
     MultiRoomBound,
+    SeenCells,
     make_minigrid_env,
 )
 from sb3_dirpg.envs.spanning_tree import SpanningTreeBanditEnv, SpanningTreeCloner, random_connected_graph
@@ -60,6 +61,7 @@ __all__ = [
     "MiniGridShapedReward",
     "MissionObs",
     "MultiRoomBound",
+    "SeenCells",
     "SpanningTreeBanditEnv",
     "SpanningTreeCloner",
     "independent_set_bound",

@@ -8,6 +8,7 @@ from sb3_dirpg.envs.minigrid.compiled import CompiledMiniGridSimulator
 from sb3_dirpg.envs.minigrid.fast_obs import FastObservation
 from sb3_dirpg.envs.minigrid.grid_bound import MiniGridBound
 from sb3_dirpg.envs.minigrid.progress import MiniGridProgressBound, MiniGridProgressReward
+from sb3_dirpg.envs.minigrid.seen import SeenCells
 from sb3_dirpg.envs.minigrid.wrappers import (
     DEFAULT_DOOR_REWARD,
     DEFAULT_GOAL_REWARD,
@@ -35,5 +36,6 @@ __all__ = [
     "MiniGridShapedReward",
     "MissionObs",
     "MultiRoomBound",
+    "SeenCells",
     "make_minigrid_env",
 ]

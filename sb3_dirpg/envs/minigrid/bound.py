@@ -115,13 +115,14 @@ class ShapedRewardBound:
         base = env.unwrapped if layout is None else layout.base
         if layout is not None and layout.grid is base.grid:
             return layout
-        layout = self.new_layout(base)
+        layout = self.new_layout(base, env)
         with contextlib.suppress(TypeError):
             self._layouts[env] = layout
         return layout
 
-    def new_layout(self, base: gym.Env) -> Any:
+    def new_layout(self, base: gym.Env, chain: gym.Env) -> Any:
         """:param base: an unwrapped MiniGrid env after reset
+        :param chain: the env chain around it (its wrappers may hold state the bound reads)
         :return: what the bound reads of its grid once"""
         raise NotImplementedError
 
@@ -187,8 +188,9 @@ class MultiRoomBound(ShapedRewardBound):
         super().__init__(gamma, door_reward, goal_reward, pickup_reward)
         self.step_limit = bool(step_limit)
 
-    def new_layout(self, base: gym.Env) -> RoomLayout:
+    def new_layout(self, base: gym.Env, chain: gym.Env) -> RoomLayout:
         """:param base: an unwrapped MiniGrid env after reset
+        :param chain: the env chain around it (not read)
         :return: its grid and, on MultiRoom, its doors' and goal's cells (from the room list: a few look-ups)"""
         grid = base.grid
         doors, goal = None, (-1, -1)

@@ -10,6 +10,7 @@ import gymnasium as gym
 import numpy as np
 
 from sb3_dirpg.envs.minigrid.bound import ShapedRewardBound
+from sb3_dirpg.envs.minigrid.seen import SeenCells, seen_cells_layer
 from sb3_dirpg.envs.minigrid.wrappers import DEFAULT_DOOR_REWARD, DEFAULT_GOAL_REWARD, DEFAULT_PICKUP_REWARD
 
 UNREACHABLE = np.iinfo(np.int32).max
@@ -113,12 +114,14 @@ class GridLayout(NamedTuple):
     :param grid: its grid (a new one each episode)
     :param passable: the cells a way may cross (not a wall, not lava), bool, shape (height, width)
     :param fields: the distance fields found so far, by target cell and the locked doors treated as walls
+    :param seen: the chain's :class:`~sb3_dirpg.envs.minigrid.seen.SeenCells` layer, or None
     """
 
     base: Any
     grid: Any
     passable: np.ndarray
     fields: dict[tuple[int, int, tuple[int, ...]], np.ndarray]
+    seen: SeenCells | None
 
 
 class MiniGridBound(ShapedRewardBound):
@@ -152,6 +155,11 @@ class MiniGridBound(ShapedRewardBound):
     key, which it releases only once dropped and toggled. The bound stays admissible and is tighter wherever a key is
     needed.
 
+    With a :class:`~sb3_dirpg.envs.minigrid.seen.SeenCells` layer in the env chain, the way through a key uses only the
+    keys and boxes the agent has seen; one it has not seen counts at the nearest cell it has not seen, where no locked
+    door is in the way. Admissible still (that is where such a key must lie), and the bound no longer leads the search
+    to a key hidden behind a closed door, which the policy cannot see (KeyCorridor).
+
     :param gamma: discount in (0, 1]
     :param door_reward: the wrapper's ``door_reward``
     :param goal_reward: the wrapper's ``goal_reward``
@@ -170,23 +178,24 @@ class MiniGridBound(ShapedRewardBound):
         super().__init__(gamma, door_reward, goal_reward, pickup_reward)
         self.count_key_actions = bool(count_key_actions)
 
-    def new_layout(self, base: gym.Env) -> GridLayout:
+    def new_layout(self, base: gym.Env, chain: gym.Env) -> GridLayout:
         """:param base: an unwrapped MiniGrid env after reset
-        :return: its grid's cells that block a way, and an empty cache of distance fields"""
+        :param chain: the env chain around it
+        :return: its grid's cells that block a way, an empty cache of distance fields, and the chain's
+            :class:`~sb3_dirpg.envs.minigrid.seen.SeenCells` layer"""
         grid = base.grid
         blocked = [cell is not None and cell.type in ("wall", "lava") for cell in grid.grid]
         passable = ~np.array(blocked, dtype=bool).reshape(grid.height, grid.width)
-        return GridLayout(base, grid, passable, {})
+        return GridLayout(base, grid, passable, {}, seen_cells_layer(chain))
 
     @staticmethod
-    def _distance(entry: GridLayout, ax: int, ay: int, x: int, y: int, locked: tuple[int, ...] = ()) -> int:
+    def _field(entry: GridLayout, x: int, y: int, locked: tuple[int, ...] = ()) -> np.ndarray:
         """:param entry: the grid's layout
-        :param ax: the start's column
-        :param ay: the start's row
         :param x: the target's column
         :param y: the target's row
         :param locked: grid indices of cells to treat as walls (locked doors)
-        :return: the path length from ``(ax, ay)`` to ``(x, y)`` (each field is found once per grid and wall set)"""
+        :return: the path lengths from every cell to ``(x, y)`` (:func:`distance_field`, found once per grid and wall
+            set)"""
         fields = entry.fields
         field = fields.get((x, y, locked))
         if field is None:
@@ -195,7 +204,41 @@ class MiniGridBound(ShapedRewardBound):
                 passable = passable.copy()
                 passable.flat[list(locked)] = False
             field = fields[(x, y, locked)] = distance_field(passable, x, y)
-        return int(field[ay, ax])
+        return field
+
+    @classmethod
+    def _distance(cls, entry: GridLayout, ax: int, ay: int, x: int, y: int, locked: tuple[int, ...] = ()) -> int:
+        """:param entry: the grid's layout
+        :param ax: the start's column
+        :param ay: the start's row
+        :param x: the target's column
+        :param y: the target's row
+        :param locked: grid indices of cells to treat as walls (locked doors)
+        :return: the path length from ``(ax, ay)`` to ``(x, y)``"""
+        return int(cls._field(entry, x, y, locked)[ay, ax])
+
+    @classmethod
+    def _way_through_unseen(cls, entry: GridLayout, ax: int, ay: int, x: int, y: int, locked: tuple[int, ...]) -> int:
+        """The shortest way to a target through a cell the agent has not seen, as the way through a key counts it.
+
+        A key the agent picks up first, with no key in hand, lies where no locked door stands in the way; if the agent
+        has not seen it, it lies at a cell not seen yet. So over those cells ``u``, ``d(agent, u) + d(u, target) - 1``
+        (``d(agent, u)`` with the locked doors as walls) is a lower bound on a way through such a key.
+
+        :param entry: the grid's layout, with a :class:`~sb3_dirpg.envs.minigrid.seen.SeenCells` layer
+        :param ax: the agent's column
+        :param ay: the agent's row
+        :param x: the target's column
+        :param y: the target's row
+        :param locked: grid indices of the locked doors
+        :return: the way's length, or :data:`UNREACHABLE` where no unseen cell is within reach
+        """
+        from_agent = cls._field(entry, ax, ay, locked)  # symmetric: the lengths from the agent to every cell
+        to_target = cls._field(entry, x, y)
+        candidates = ~entry.seen.seen & (from_agent != UNREACHABLE) & (to_target != UNREACHABLE)
+        if not candidates.any():
+            return UNREACHABLE
+        return int((from_agent[candidates].astype(np.int64) + to_target[candidates]).min()) - 1
 
     def _target_distance(self, entry: GridLayout, ax: int, ay: int, x: int, y: int) -> int:
         """Path length from the agent to a success target, through a key where a locked door is in the way.
@@ -203,7 +246,9 @@ class MiniGridBound(ShapedRewardBound):
         When the target is a locked door, or no way to it avoids the locked doors, and the agent carries no key (nor
         a box, which may hold one), every success first picks up a key: the way is then at least
         ``d(agent, key) + d(key, target) - 1`` for the nearest key or box, which keeps the target's slack valid. The
-        larger of that and the plain path length is returned: both are lower bounds.
+        larger of that and the plain path length is returned: both are lower bounds. With a
+        :class:`~sb3_dirpg.envs.minigrid.seen.SeenCells` layer in the chain, keys and boxes the agent has not seen are
+        replaced by the cells it has not seen (:meth:`_way_through_unseen`).
 
         :param entry: the grid's layout
         :param ax: the agent's column
@@ -238,9 +283,15 @@ class MiniGridBound(ShapedRewardBound):
         through_key = UNREACHABLE
         if carrying == "box" and getattr(base.carrying.contains, "type", None) == "key":
             through_key = plain + extra + box_extra + 1  # dropped, toggled and the key picked up, anywhere on the way
+        seen = None if entry.seen is None else entry.seen.seen
+        if seen is not None:  # a key not seen yet counts at the nearest cell not seen yet (no key is in hand here)
+            unseen = self._way_through_unseen(entry, ax, ay, x, y, locked)
+            through_key = min(through_key, UNREACHABLE if unseen == UNREACHABLE else unseen + extra)
         for k, cell in enumerate(cells):
             if cell is not None and cell.type in ("key", "box"):
                 kx, ky = k % width, k // width
+                if seen is not None and not seen[ky, kx]:
+                    continue  # counted by the way through the cells not seen yet
                 to_key, key_to_target = self._distance(entry, ax, ay, kx, ky), self._distance(entry, kx, ky, x, y)
                 if to_key != UNREACHABLE and key_to_target != UNREACHABLE:
                     opened = box_extra if cell.type == "box" else 0
