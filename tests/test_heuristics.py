@@ -808,3 +808,60 @@ def test_progress_with_seen_cells_telescopes_and_stops_seeing_the_key() -> None:
         assert total == pytest.approx(100.0 * info["is_success"] + PROGRESS * (first - last)), seed
         assert MiniGridProgressBound.for_env(env).steps_to_success(env) == steps.steps_to_success(env)
     assert fewer >= 15
+
+
+class SeenTestCloner(MiniGridTestCloner):
+    """The test cloner with the SeenCells mask as part of the state (the progress reward reads it)."""
+
+    def __init__(self, env) -> None:
+        super().__init__(env.unwrapped)
+        self.layer = seen_layer(env)
+
+    def snapshot(self) -> tuple:
+        return (*super().snapshot(), self.layer.seen)
+
+    def restore(self, state: tuple) -> None:
+        super().restore(state[:-1])
+        self.layer.seen = state[-1]
+
+    def key(self) -> tuple:
+        return (*super().key(), self.layer.seen.tobytes())
+
+
+def test_progress_that_pays_for_unseen_cells_is_admissible() -> None:
+    """``unseen_cell_steps``: the progress reward also counts the cells not seen yet, so a view into a room without
+    the key pays instead of costing. On KeyCorridorS3R1 (the mask is state: the exhaustive search restores it) the
+    progress bound, which takes the setting from the wrapper, is admissible at every reachable state; one step of
+    progress too few is caught; the reward telescopes over random S3R3 episodes; and the setting needs SeenCells."""
+    def build(env_id: str, horizon: int):
+        inner = SeenCells(make_minigrid_env(env_id, max_steps=horizon, door_reward=0.0, pickup_reward=0.0))
+        return MiniGridProgressReward(inner, progress_reward=PROGRESS, unseen_cell_steps=2.0)
+
+    env = build("MiniGrid-KeyCorridorS3R1-v0", 16)
+    env.reset(seed=0)
+    assert MiniGridProgressBound.for_env(env).unseen_cell_steps == 2.0
+    memo = exhaustive_search(env, {
+        "progress": lambda e, g: as_pair(MiniGridProgressBound.for_env(e, g)(e)),
+        "too_few": lambda e, g: as_pair(ProgressStepsTooFew.for_env(e, g)(e)),
+    }, SeenTestCloner(env))  # fmt: skip
+    assert len(memo) > 100 and max(record.best[0] for record in memo.values()) >= 100.0
+    assert violations(memo, "progress") == (0, 0)
+    assert violations(memo, "too_few")[0] > 0
+    rng = np.random.default_rng(2)
+    paid = 0
+    for seed in range(10):
+        env = build("MiniGrid-KeyCorridorS3R3-v0", 60)
+        env.reset(seed=seed)
+        first, total, info, done = env._steps_left(), 0.0, {}, False
+        while not done:
+            before = seen_layer(env).seen.sum()
+            _, reward, terminated, truncated, info = env.step(int(rng.integers(N_ACTIONS)))
+            total, done = total + reward, terminated or truncated
+            paid += seen_layer(env).seen.sum() > before and reward > 0
+        last = 0 if info["is_success"] else env._steps_left()
+        assert total == pytest.approx(100.0 * info["is_success"] + PROGRESS * (first - last)), seed
+    assert paid > 10
+    with pytest.raises(ValueError, match="SeenCells"):
+        MiniGridProgressReward(make_minigrid_env("MiniGrid-KeyCorridorS3R1-v0"), unseen_cell_steps=1.0)
+    with pytest.raises(ValueError, match="unseen_cell_steps"):
+        MiniGridProgressBound(unseen_cell_steps=-1.0)

@@ -142,6 +142,8 @@ def compiled_unsupported(simulator: SimulatorWrapper, heuristic: Heuristic | Non
         return f"the heuristic is a {type(heuristic).__name__}, not one of {', '.join(b.__name__ for b in bounds)}"
     if isinstance(heuristic, MiniGridBound) and heuristic.count_key_actions:
         return f"its {type(heuristic).__name__} counts the key actions (count_key_actions)"
+    if isinstance(heuristic, MiniGridProgressBound) and heuristic.unseen_cell_steps:
+        return f"its {type(heuristic).__name__} counts the cells not seen yet (unseen_cell_steps)"
     if simulator.has_action_masks:
         return "the env chain has action masks"
     return None

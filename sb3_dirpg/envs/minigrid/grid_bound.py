@@ -386,12 +386,12 @@ class MiniGridBound(ShapedRewardBound):
             lower -= self.pickup_reward
         elif nearest_pickable != UNREACHABLE:
             upper += self.pickup_reward * gamma ** max(nearest_pickable - 1, 0)
-        return self._add_terms(base, first, float(lower), float(upper))
+        return self._add_terms(entry, first, float(lower), float(upper))
 
-    def _add_terms(self, base: Any, steps: int | None, lower: float, upper: float) -> tuple[float, float]:
+    def _add_terms(self, entry: GridLayout, steps: int | None, lower: float, upper: float) -> tuple[float, float]:
         """Where a subclass adds the bounds of more reward terms (the state is neither at the step limit nor on the goal).
 
-        :param base: the unwrapped MiniGrid env
+        :param entry: the grid's layout
         :param steps: :meth:`steps_to_success` of the state
         :param lower: the lower bound so far
         :param upper: the upper bound so far
