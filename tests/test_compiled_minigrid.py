@@ -27,6 +27,7 @@ from sb3_dirpg.envs import (
     DirectionImageObs,
     FastObservation,
     MiniGridBound,
+    MiniGridNoOpMask,
     MiniGridProgressReward,
     MiniGridShapedReward,
     MissionObs,
@@ -182,31 +183,35 @@ def _events(
     return found
 
 
-def _progress_chain(env_id: str, mission: bool = False) -> gym.Env:
+def _progress_chain(env_id: str, mission: bool = False, noop_mask: bool = False) -> gym.Env:
     """:param mission: wrap MissionObs outside
+    :param noop_mask: put MiniGridNoOpMask in the chain
     :return: the env with the frontier entries' wrappers, the door and pickup rewards kept, and MiniGridProgressReward"""
     env = MiniGridShapedReward(FastObservation(gym.make(env_id)))
-    env = DirectionImageObs(MiniGridProgressReward(env, progress_reward=PROGRESS_REWARD))
+    env = MiniGridProgressReward(env, progress_reward=PROGRESS_REWARD)
+    env = DirectionImageObs(MiniGridNoOpMask(env) if noop_mask else env)
     return MissionObs(env) if mission else env
 
 
 def _play_both(
     env_id: str, env_kwargs: dict[str, Any], gamma: float, step_limit: bool, seed: int, iterations: int,
-    bound_class: type = MultiRoomBound, mission: bool = False,
+    bound_class: type = MultiRoomBound, mission: bool = False, noop_mask: bool = False,
 ) -> set[str]:  # fmt: skip
     """Step the env and the compiled simulator from the same randomly chosen reached states, comparing every output.
 
     :param bound_class: the bound: ``MultiRoomBound`` (with ``step_limit``), ``MiniGridBound``, or
         ``MiniGridProgressBound`` on :func:`_progress_chain`
     :param mission: wrap MissionObs outside the chain (its vector is compared too)
+    :param noop_mask: put MiniGridNoOpMask in the chain (its masks are compared too)
     :return: the events seen
     """
     progress = bound_class is MiniGridProgressBound
 
     def make() -> gym.Env:
         if progress:
-            return _progress_chain(env_id, mission)
+            return _progress_chain(env_id, mission, noop_mask)
         env = make_minigrid_env(env_id.split(" ")[0], **env_kwargs)
+        env = DirectionImageObs(MiniGridNoOpMask(env.env)) if noop_mask else env
         return MissionObs(env) if mission else env
 
     options = {"step_limit": step_limit} if bound_class is MultiRoomBound else {}
@@ -286,6 +291,45 @@ def test_compiled_steps_with_the_mission_give_the_env_observations(env_id: str) 
     observations, the mission's vector included, and every other output equal the env's, bit for bit."""
     _play_both(env_id, {}, 0.99, False, seed=0, iterations=40, bound_class=MiniGridBound, mission=True)
     _play_both(env_id, {}, 0.95, False, seed=1, iterations=40, bound_class=MiniGridProgressBound, mission=True)
+
+
+@pytest.mark.parametrize("env_id", ["SB3DirPGTest/ObjectsRoom-v0", "SB3DirPGTest/Boxes-v0", "MiniGrid-DoorKey-5x5-v0"])
+def test_compiled_noop_masks_are_the_envs(env_id: str) -> None:
+    """With MiniGridNoOpMask in the chain, the compiled simulator's masks (read off its observations) equal the env's
+    (read off its state), bit for bit, with every other output."""
+    env_kwargs, events = FAMILIES[env_id]
+    seen = _play_both(env_id, env_kwargs, 1.0, False, seed=0, iterations=80, noop_mask=True)
+    seen |= _play_both(env_id, {}, 0.99, False, seed=1, iterations=40, bound_class=MiniGridProgressBound, noop_mask=True)
+    assert events <= seen, f"random play on {env_id} never showed {events - seen}: the comparison missed those rules"
+
+
+def test_the_compiled_loop_learns_the_same_parameters_with_noop_masks() -> None:
+    """KeyCorridorS3R3 with MiniGridNoOpMask: the same seed learns bit-identical parameters on the env and in the
+    compiled search loop, whose masks come from its own observations, and the masks kept the search off the no-ops."""
+
+    def make() -> gym.Env:
+        return _progress_chain("MiniGrid-KeyCorridorS3R3-v0", noop_mask=True)
+
+    policy_kwargs = dict(features_extractor_class=MiniGridCNN, net_arch=[], normalize_images=False)
+    models = {
+        backend: DirPG("MultiInputPolicy", make_vec_env(make, n_envs=2, vec_env_cls=DummyVecEnv), max_episode_steps=40,
+                       batch_episodes=8, seed=5, simulator_backend=backend, search_budget=300, policy_kwargs=policy_kwargs)
+        for backend in ("env", "compiled")
+    }  # fmt: skip
+    assert type(models["compiled"].simulator) is CompiledMiniGridSimulator
+    start = [p.detach().clone() for p in models["env"].policy.parameters()]
+    for model in models.values():
+        model.learn(3000)
+    assert models["env"].num_timesteps == models["compiled"].num_timesteps
+    env_params = list(models["env"].policy.parameters())
+    assert not all(th.equal(a, b) for a, b in zip(start, env_params)), "no update happened: the comparison is empty"
+    for a, b in zip(env_params, models["compiled"].policy.parameters()):
+        assert th.equal(a, b)
+    result = models["compiled"].search(list(range(4)), config=models["compiled"].search_config(budget=500))
+    nodes = result.tree.nodes
+    actions = nodes.action[: int(nodes.count[0])]
+    actions = actions[actions >= 0]  # the roots have none
+    assert len(actions) > 100 and not (actions == 6).any(), "the search stepped done, which the mask forbids"
 
 
 def test_the_compiled_simulator_learns_the_same_parameters_with_the_mission() -> None:

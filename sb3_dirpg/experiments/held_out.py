@@ -65,12 +65,24 @@ def _stack(observations: Sequence[Any]) -> Any:
     return np.stack([np.asarray(obs) for obs in observations])
 
 
+def action_masks_of(env: gym.Env) -> np.ndarray | None:
+    """:param env: an env, possibly wrapped
+    :return: its legal actions (sb3-contrib's ``action_masks()``, from the outermost layer that has one), or None when
+        no layer has one"""
+    try:
+        masks = env.get_wrapper_attr("action_masks")
+    except AttributeError:
+        return None
+    return np.asarray(masks(), dtype=bool)
+
+
 def evaluate_held_out(
     model: BaseAlgorithm, envs: Sequence[gym.Env], seeds: Sequence[int], deterministic: bool
 ) -> dict[str, float]:
     """Play the model's policy (no search) on one episode per seed, all episodes stepped together.
 
-    Observations go through the model's ``VecNormalize`` statistics where it has them (without updating them).
+    Observations go through the model's ``VecNormalize`` statistics where it has them (without updating them). Where
+    the envs give action masks (sb3-contrib's ``action_masks()``), the policy's actions are drawn among the legal ones.
 
     :param model: a trained or training model
     :param envs: one env per seed (reused between evaluations)
@@ -89,7 +101,11 @@ def evaluate_held_out(
         batch = _stack([obs[i] for i in live])
         if normalizer is not None:
             batch = normalizer.normalize_obs(batch)
-        actions, _ = model.predict(batch, deterministic=deterministic)
+        masks = [action_masks_of(envs[i]) for i in live]
+        if masks[0] is None:
+            actions, _ = model.predict(batch, deterministic=deterministic)
+        else:
+            actions, _ = model.predict(batch, deterministic=deterministic, action_masks=np.stack(masks))
         still = []
         for i, action in zip(live, np.asarray(actions).reshape(len(live))):
             obs[i], reward, terminated, truncated, info = envs[i].step(int(action))

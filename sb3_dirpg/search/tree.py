@@ -267,7 +267,9 @@ class SearchTree:
         log_pi = self.nodes.log_pi[self.path(leaf)[:-1]]
         if log_pi.size == 0:
             return float("nan")
-        terms = np.where(np.isfinite(log_pi), np.exp(log_pi) * log_pi, 0.0)
+        finite = np.isfinite(log_pi)  # -inf on masked actions: 0 * -inf would warn
+        safe = np.where(finite, log_pi, 0.0)
+        terms = np.where(finite, np.exp(safe) * safe, 0.0)
         return float(-terms.sum(axis=1).mean())
 
     def undiscounted_return(self, leaf: int) -> float:

@@ -1,6 +1,7 @@
 """Everything DirPG needs for MiniGrid: the paper's wrappers, a fast observation, the cloner, the paper's network, the
 MultiRoom bound, the general grid bound, the progress reward and the compiled simulator."""
 
+from sb3_dirpg.envs.minigrid.action_mask import MiniGridNoOpMask
 from sb3_dirpg.envs.minigrid.bound import MultiRoomBound
 from sb3_dirpg.envs.minigrid.cloner import MiniGridCloner
 from sb3_dirpg.envs.minigrid.cnn import MiniGridCNN
@@ -30,6 +31,7 @@ __all__ = [
     "MiniGridBound",
     "MiniGridCNN",
     "MiniGridCloner",
+    "MiniGridNoOpMask",
     "MiniGridNoOpPenalty",
     "MiniGridProgressBound",
     "MiniGridProgressReward",

@@ -29,6 +29,7 @@ from sb3_dirpg.common.simulator_backends import register_compiled_simulator
 from sb3_dirpg.common.vec_simulator import VecSimulator
 from sb3_dirpg.envs.minigrid import cnn_kernels
 from sb3_dirpg.envs.minigrid import compiled_kernels as kernels
+from sb3_dirpg.envs.minigrid.action_mask import MiniGridNoOpMask, fill_noop_action_masks
 from sb3_dirpg.envs.minigrid.bound import MultiRoomBound
 from sb3_dirpg.envs.minigrid.compiled_grid_bound import new_paths, steps_to_success
 from sb3_dirpg.envs.minigrid.compiled_search import LoopSimulator, search_iterations
@@ -129,7 +130,8 @@ def compiled_unsupported(simulator: SimulatorWrapper, heuristic: Heuristic | Non
             "the outermost wrapper is not DirectionImageObs (or MissionObs around it): build the env with "
             "sb3_dirpg.envs.make_minigrid_env"
         )
-    allowed = (DirectionImageObs, MiniGridShapedReward, MiniGridProgressReward, FastObservation, *_gymnasium_passive_layers())
+    allowed = (DirectionImageObs, MiniGridShapedReward, MiniGridProgressReward, FastObservation, MiniGridNoOpMask,
+               *_gymnasium_passive_layers())  # fmt: skip
     others = [type(layer).__name__ for layer in layers if type(layer) not in allowed]
     if others:
         return f"the wrapper chain holds {', '.join(others)}"
@@ -144,8 +146,8 @@ def compiled_unsupported(simulator: SimulatorWrapper, heuristic: Heuristic | Non
         return f"its {type(heuristic).__name__} counts the key actions (count_key_actions)"
     if isinstance(heuristic, MiniGridProgressBound) and heuristic.unseen_cell_steps:
         return f"its {type(heuristic).__name__} counts the cells not seen yet (unseen_cell_steps)"
-    if simulator.has_action_masks:
-        return "the env chain has action masks"
+    if simulator.has_action_masks and not any(type(layer) is MiniGridNoOpMask for layer in layers):
+        return "the env chain has action masks other than MiniGridNoOpMask's"
     return None
 
 
@@ -189,6 +191,8 @@ class CompiledMiniGridSimulator(VecSimulator):
                 getattr(bound, "step_limit", False), grid_bound, getattr(bound, "progress_reward", 0.0),
             )  # fmt: skip
         self._paths = new_paths(width * height)
+        noop = next((layer for layer in layers if type(layer) is MiniGridNoOpMask), None)
+        self._noop_mask = -1 if noop is None else int(noop.keep_done)  # see LoopSimulator.noop_mask
         self._mission_width = len(encode_mission("")) if type(layers[0]) is MissionObs else 0
         self._image_width = self._view * self._view * 3
         # the image's bytes, the direction, then the mission's (0 or 1 each)
@@ -254,7 +258,7 @@ class CompiledMiniGridSimulator(VecSimulator):
         sim = LoopSimulator(
             store=tuple(self._store), rules=tuple(self._rules), episodes=tuple(self._episodes),
             bound=tuple(self._bound_params), generation=self._generation, view_size=self._view, n_actions=self.n_actions,
-            with_bounds=self.heuristic is not None, missions=self._missions,
+            with_bounds=self.heuristic is not None, missions=self._missions, noop_mask=self._noop_mask,
         )  # fmt: skip
         policy = policy_weights[1:] if own_forward else _NO_WEIGHTS
         expand = fused.NO_POPPED if pending is None else tuple(pending)
@@ -418,8 +422,13 @@ class CompiledMiniGridSimulator(VecSimulator):
         if self._mission_width:
             for o, episode in zip(obs, batch.episodes.tolist()):
                 o["mission"] = self._missions[episode].astype(np.float32)
+        masks = np.ones((k, self.n_actions), dtype=bool)
+        if self._noop_mask >= 0:
+            images = batch.images
+            fill_noop_action_masks(images[:, view // 2, view - 2], images[:, view // 2, view - 1], self._noop_mask == 1, masks)
+            masks[batch.terminal] = True  # as the env path's: a terminal state has no actions to mask
         return Transitions(
-            obs=obs, rewards=batch.rewards, terminal=batch.terminal, masks=np.ones((k, self.n_actions), dtype=bool),
+            obs=obs, rewards=batch.rewards, terminal=batch.terminal, masks=masks,
             snapshots=[None if row < 0 else base | row for row in batch.reached.tolist()],
             lower=batch.lower if with_bounds else None, upper=batch.upper if with_bounds else None, success=batch.success,
         )  # fmt: skip

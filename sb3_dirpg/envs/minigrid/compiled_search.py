@@ -15,6 +15,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from numba import njit
 
+from sb3_dirpg.envs.minigrid.action_mask import fill_noop_action_masks
 from sb3_dirpg.envs.minigrid.cnn_kernels import cnn_logits
 from sb3_dirpg.envs.minigrid.compiled_kernels import GENERATION_SHIFT, step_states
 from sb3_dirpg.search import fused
@@ -36,6 +37,8 @@ class LoopSimulator(NamedTuple):
     :param with_bounds: whether the search uses the bounds (else they are -inf and inf)
     :param missions: each episode's mission vector as bytes (``MissionObs``), uint8, shape (episodes, mission width);
         width 0 without one
+    :param noop_mask: -1 when every action is legal; else the chain's :class:`~sb3_dirpg.envs.minigrid.MiniGridNoOpMask`
+        masks the no-ops (0) or all of them but ``done`` (1)
     """
 
     store: Any
@@ -47,6 +50,7 @@ class LoopSimulator(NamedTuple):
     n_actions: int
     with_bounds: bool
     missions: Any
+    noop_mask: int
 
 
 @njit(cache=True)
@@ -71,7 +75,7 @@ def search_iterations(
     # unpacked once into locals, in the order of the records' fields (tests/test_fused_search.py checks the names):
     # packing records into new tuples inside the loop costs a reference count per array at every iteration
     params, nodes, regions, progress, queues, noise, table, node_obs, node_snapshot = search
-    store, rules, episodes, bound, generation, view_size, n_actions, with_bounds, missions = sim
+    store, rules, episodes, bound, generation, view_size, n_actions, with_bounds, missions, noop_mask = sim
     table_, node_count = ObsTable(*table), Nodes(*nodes).count
     no_misses = np.empty(0, np.int64)
     base = generation << GENERATION_SHIFT
@@ -114,7 +118,13 @@ def search_iterations(
             rows[r, image_width + 1 :] = missions[expanding.episodes[r]]
             snapshots[r] = -1 if reached[r] < 0 else base | reached[r]
         start = node_count[0]
-        reached_ = (rewards, terminal, np.ones((k, n_actions), np.bool_), lower, upper, success)
+        masks = np.ones((k, n_actions), np.bool_)
+        if noop_mask >= 0:
+            fill_noop_action_masks(images[:, view // 2, view - 2], images[:, view // 2, view - 1], noop_mask == 1, masks)
+            for r in range(k):
+                if terminal[r]:
+                    masks[r, :] = True  # as the env path's
+        reached_ = (rewards, terminal, masks, lower, upper, success)
         n_ends, empty = fused.add_children_compiled(popped, split, reached_, params, nodes, regions, progress, queues)
         if empty >= 0:
             return fused.EMPTY_MASK, iteration, popped, np.array([empty], np.int64), start

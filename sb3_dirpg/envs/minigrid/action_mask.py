@@ -1,0 +1,109 @@
+"""Action masks for MiniGrid: the actions that the agent's own view shows would change nothing.
+
+The rule reads two encoded cells, the one the agent faces and the one it stands on, where MiniGrid's view draws what it
+carries. The env path reads them off the env's state; the compiled simulator reads them off the observations it makes
+(the view's cells ``(V // 2, V - 2)`` and ``(V // 2, V - 1)``), also inside its compiled search loop. All call
+:func:`fill_noop_action_masks`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from minigrid.core.constants import OBJECT_TO_IDX, STATE_TO_IDX
+from numba import njit
+
+from sb3_dirpg.envs.minigrid.fast_obs import front_cell
+
+#: MiniGrid's actions, in order
+N_MINIGRID_ACTIONS = 7
+_FORWARD, _PICKUP, _DROP, _TOGGLE, _DONE = 2, 3, 4, 5, 6
+_EMPTY, _FLOOR, _GOAL, _LAVA = (OBJECT_TO_IDX[name] for name in ("empty", "floor", "goal", "lava"))
+_DOOR, _KEY, _BALL, _BOX = (OBJECT_TO_IDX[name] for name in ("door", "key", "ball", "box"))
+_OPEN, _LOCKED = STATE_TO_IDX["open"], STATE_TO_IDX["locked"]
+_EMPTY_CELL = np.array([_EMPTY, 0, 0], dtype=np.uint8)
+
+
+@njit(cache=True)
+def fill_noop_action_masks(front: np.ndarray, carried: np.ndarray, keep_done: bool, out: np.ndarray) -> None:
+    """MiniGrid's actions that can change something, from the encoded cells the agent sees.
+
+    ``left`` and ``right`` always turn. ``forward`` needs a cell one can enter (empty, floor, goal, lava, an open door);
+    ``pickup`` empty hands and a key, ball or box in front; ``drop`` a load and an empty cell in front; ``toggle`` a box
+    or a door in front, locked doors only with a key of their colour. ``done`` does nothing in MiniGrid's own ``step``;
+    ``keep_done`` keeps it for envs whose ``step`` reads it (GoToDoor, GoToObject).
+
+    :param front: the encoded cell in front of the agent (type, colour, state), uint8, shape (n, 3)
+    :param carried: the encoded object the agent carries (MiniGrid's view draws it on the agent's cell; ``empty``
+        when it carries nothing), uint8, shape (n, 3)
+    :param keep_done: leave ``done`` legal
+    :param out: out: the legal actions, bool, shape (n, 7)
+    """
+    for r in range(front.shape[0]):
+        kind, colour, state = front[r, 0], front[r, 1], front[r, 2]
+        hands_empty = carried[r, 0] == _EMPTY
+        door = kind == _DOOR
+        out[r, 0] = True
+        out[r, 1] = True
+        out[r, _FORWARD] = kind == _EMPTY or kind == _FLOOR or kind == _GOAL or kind == _LAVA or (door and state == _OPEN)
+        out[r, _PICKUP] = hands_empty and (kind == _KEY or kind == _BALL or kind == _BOX)
+        out[r, _DROP] = not hands_empty and kind == _EMPTY
+        own_key = carried[r, 0] == _KEY and carried[r, 1] == colour
+        out[r, _TOGGLE] = kind == _BOX or (door and (state != _LOCKED or own_key))
+        out[r, _DONE] = keep_done
+
+
+def noop_action_masks(front: np.ndarray, carried: np.ndarray, keep_done: bool = False) -> np.ndarray:
+    """:param front: the encoded cells in front of the agent, uint8, shape (n, 3) or (3,)
+    :param carried: the encoded objects carried, uint8, shape (n, 3) or (3,)
+    :param keep_done: leave ``done`` legal
+    :return: the legal actions (see :func:`fill_noop_action_masks`), bool, shape (n, 7)"""
+    front = np.asarray(front, dtype=np.uint8).reshape(-1, 3)
+    masks = np.empty((len(front), N_MINIGRID_ACTIONS), dtype=np.bool_)
+    fill_noop_action_masks(front, np.asarray(carried, dtype=np.uint8).reshape(-1, 3), bool(keep_done), masks)
+    return masks
+
+
+def encoded_cell(obj: Any) -> np.ndarray:
+    """:param obj: a MiniGrid world object, or None
+    :return: its encoding (type, colour, state) as MiniGrid's view draws it, uint8, shape (3,)"""
+    return _EMPTY_CELL if obj is None else np.array(obj.encode(), dtype=np.uint8)
+
+
+class MiniGridNoOpMask(gym.Wrapper, gym.utils.RecordConstructorArgs):
+    """sb3-contrib's ``action_masks()`` for MiniGrid: masks the actions that would change nothing (walking into a wall,
+    a pickup with nothing in front, a drop with nothing in hand, toggling a wall or a locked door without its key,
+    ``done``), as :func:`noop_action_masks` says.
+
+    The masks are a function of the agent's own observation (the cell it faces and what it carries are in its view), so
+    a policy that applies them is still a policy of the observation. A memoryless greedy policy whose most likely action
+    does nothing repeats it for ever; with the mask it cannot. DirPG's search and evaluation apply the masks; the
+    compiled simulator computes the same masks from its observations.
+
+    The rule is that of ``MiniGridEnv.step``, which KeyCorridor, ObstructedMaze, DoorKey and the other envs of the
+    compiled simulator keep (tests/test_noop_mask.py checks it by stepping every action). An env whose ``step`` gives an
+    action another effect loses it where the rule masks it: GoToDoor ends the episode on ``toggle``.
+
+    :param env: a MiniGrid env (possibly wrapped)
+    :param keep_done: leave ``done`` legal, for envs whose ``step`` reads it (GoToDoor, GoToObject)
+    """
+
+    def __init__(self, env: gym.Env, keep_done: bool = False) -> None:
+        gym.utils.RecordConstructorArgs.__init__(self, keep_done=keep_done)
+        gym.Wrapper.__init__(self, env)
+        base = env.unwrapped
+        if not hasattr(base, "grid") or not hasattr(base, "carrying"):
+            raise ValueError(f"MiniGridNoOpMask needs a MiniGrid env, got {base!r}")
+        if not isinstance(env.action_space, gym.spaces.Discrete) or env.action_space.n != N_MINIGRID_ACTIONS:
+            raise ValueError(f"MiniGridNoOpMask needs MiniGrid's {N_MINIGRID_ACTIONS} actions, got {env.action_space}")
+        if not isinstance(keep_done, (bool, np.bool_)):
+            raise ValueError(f"MiniGridNoOpMask: keep_done must be a bool, got {keep_done!r}")
+        self.keep_done = bool(keep_done)
+        self._base = base
+
+    def action_masks(self) -> np.ndarray:
+        """:return: the legal actions of the current state, bool, shape (7,)"""
+        base = self._base
+        return noop_action_masks(encoded_cell(front_cell(base)), encoded_cell(base.carrying), self.keep_done)[0]

@@ -1,0 +1,110 @@
+"""``MiniGridNoOpMask``: an action is masked exactly when stepping it would change nothing, and DirPG's search,
+training and evaluation take only the legal ones."""
+
+from __future__ import annotations
+
+import copy
+
+import gymnasium as gym
+import minigrid  # noqa: F401  (registers MiniGrid's ids)
+import numpy as np
+import pytest
+
+from sb3_dirpg import DirPG, MiniGridCNN
+from sb3_dirpg.envs import DirectionImageObs, MiniGridNoOpMask, make_minigrid_env
+from sb3_dirpg.experiments.held_out import action_masks_of, evaluate_held_out
+
+DONE = 6
+
+
+def _state(env: gym.Env) -> tuple:
+    """:return: everything a step can change but the step count: the agent's cell, direction and load, and the grid"""
+    base = env.unwrapped
+    carrying = None if base.carrying is None else base.carrying.encode()
+    return tuple(int(v) for v in base.agent_pos), int(base.agent_dir), carrying, base.grid.encode().tobytes()
+
+
+MASKED_ENVS = [
+    "MiniGrid-KeyCorridorS3R3-v0", "MiniGrid-ObstructedMaze-2Dlh-v0", "MiniGrid-DoorKey-5x5-v0", "MiniGrid-LavaGapS5-v0",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("env_id", MASKED_ENVS)
+def test_an_action_is_masked_exactly_when_it_changes_nothing(env_id: str) -> None:
+    """From the states of random walks (mostly legal actions, some masked ones), step every action on a copy of the
+    env: the masked ones leave the state as it was and do not end the episode; every legal one changes the state or
+    ends the episode."""
+    env = MiniGridNoOpMask(gym.make(env_id))
+    rng = np.random.default_rng(0)
+    checked = np.zeros(7, dtype=int)  # per action, states where it was masked
+    for seed in range(6):
+        env.reset(seed=seed)
+        for _ in range(40):
+            masks = env.action_masks()
+            for action in range(7):
+                trial = copy.deepcopy(env)
+                before = _state(trial)
+                _, _, terminated, truncated, _ = trial.step(action)
+                changed = terminated or _state(trial) != before
+                assert changed == masks[action], f"{env_id}, seed {seed}: action {action} masked={not masks[action]}"
+                checked[action] += not masks[action]
+            legal = np.flatnonzero(masks)
+            action = int(rng.choice(legal) if rng.random() < 0.9 else rng.integers(7))
+            _, _, terminated, truncated, _ = env.step(action)
+            if terminated or truncated:
+                break
+    assert checked[2:6].min() > 0, f"random play on {env_id} masked no forward, pickup, drop or toggle: {checked}"
+    assert checked[DONE] > 0
+
+
+def test_keep_done_leaves_done_legal_for_the_envs_that_read_it() -> None:
+    """GoToDoor's ``step`` reads ``done`` (and ends the episode on it): with ``keep_done`` it stays legal."""
+    for keep_done in (True, False):
+        env = MiniGridNoOpMask(gym.make("MiniGrid-GoToDoor-5x5-v0"), keep_done=keep_done)
+        env.reset(seed=0)
+        assert env.action_masks()[DONE] == keep_done
+
+
+def test_noop_mask_refuses_what_it_cannot_mask() -> None:
+    with pytest.raises(ValueError, match="needs a MiniGrid env"):
+        MiniGridNoOpMask(gym.make("CartPole-v1"))
+    with pytest.raises(ValueError, match="keep_done must be a bool"):
+        MiniGridNoOpMask(gym.make("MiniGrid-Empty-5x5-v0"), keep_done="no")
+
+
+def test_dirpg_trains_and_evaluates_among_the_legal_actions_only() -> None:
+    """With the mask in the chain: the search never steps a masked action, the update's steps carry the masks, and the
+    held-out evaluation's greedy and sampled actions are legal (the evaluation reads the envs' masks)."""
+
+    def make() -> gym.Env:
+        env = make_minigrid_env("MiniGrid-DoorKey-5x5-v0")
+        return DirectionImageObs(MiniGridNoOpMask(env.env))
+
+    model = DirPG("MultiInputPolicy", make(), seed=0, search_budget=300, batch_episodes=4, max_episode_steps=40,
+                  policy_kwargs=dict(features_extractor_class=MiniGridCNN, net_arch=[], normalize_images=False))  # fmt: skip
+    result = model.search(list(range(4)))
+    nodes = result.tree.nodes
+    count = int(nodes.count[0])
+    parents, actions = nodes.parent[:count], nodes.action[:count]
+    stepped = actions >= 0
+    assert stepped.sum() > 100
+    assert nodes.legal[parents[stepped], actions[stepped]].all(), "the search stepped a masked action"
+    assert not nodes.legal[:count].all(), "no state had a masked action: the check is empty"
+    model.learn(600)
+
+    class Recording(gym.Wrapper):
+        """Records whether each action taken was legal."""
+
+        def __init__(self, env: gym.Env) -> None:
+            super().__init__(env)
+            self.legal: list[bool] = []
+
+        def step(self, action: int) -> tuple:
+            self.legal.append(bool(action_masks_of(self.env)[action]))
+            return self.env.step(action)
+
+    envs = [Recording(make()) for _ in range(6)]
+    for greedy in (True, False):
+        evaluate_held_out(model, envs, list(range(500, 506)), deterministic=greedy)
+    taken = [legal for env in envs for legal in env.legal]
+    assert len(taken) > 100 and all(taken)
