@@ -747,3 +747,69 @@ def test_n_epochs_makes_that_many_steps_per_batch() -> None:
     model.learn(30_000, callback=counter)
     assert counter.updating > 0 and model._n_updates == 3 * counter.updating
     assert greedy_actions(model) == [1] * 6
+
+
+def test_greedy_contrast_steps_start_where_the_actions_part_and_cut_the_greedy_loop() -> None:
+    """The greedy contrast keeps ``a_dir``'s steps (+weight) and the greedy trajectory's (-weight) from their first
+    different action, the greedy one cut before its first repeated observation; an episode whose ``a_dir`` is no better
+    than the greedy trajectory, or has no path, adds nothing."""
+    from sb3_dirpg.dirpg.solve import Trajectory
+    from sb3_dirpg.dirpg.update import Path, greedy_contrast_steps
+
+    def obs(k: int) -> dict[str, np.ndarray]:
+        return {"image": np.full(2, k, dtype=np.uint8), "direction": np.array([k % 4])}
+
+    legal = np.ones((6, 3), dtype=bool)
+    a_dir = Path(obs=[obs(k) for k in (0, 1, 2, 3)], masks=legal[:4], actions=np.array([0, 1, 1, 2]))
+    # the greedy trajectory: same first two actions and states, then 20, 21, and 20 again (a loop), then 21
+    looping = Trajectory([0, 1, 0, 2, 0, 2], 0.0, np.zeros(6), [obs(k) for k in (0, 1, 20, 21, 20, 21)], legal, False)
+    no_better = Trajectory([2, 2], 1.0, np.array([0.0, 1.0]), [obs(0), obs(30)], legal[:2], True)
+    steps = greedy_contrast_steps([a_dir, a_dir, None], [looping, no_better, looping], np.array([0.9, 0.9, 0.9]),
+                                  weight=0.5, gamma=1.0)  # fmt: skip
+    np.testing.assert_array_equal(steps.actions, [1, 2, 0, 2])
+    np.testing.assert_array_equal(steps.signs, [0.5, 0.5, -0.5, -0.5])
+    np.testing.assert_array_equal(steps.episodes, [0, 0, 0, 0])
+    assert [int(o["image"][0]) for o in steps.obs] == [2, 3, 20, 21]
+    assert steps.masks.shape == (4, 3)
+    # discounted, the no-better trajectory's return 0.5 is below a_dir's 0.9: it is contrasted from its first action
+    discounted = greedy_contrast_steps([None, a_dir], [looping, no_better], np.array([0.9, 0.9]), weight=1.0, gamma=0.5)
+    np.testing.assert_array_equal(discounted.actions, [0, 1, 1, 2, 2, 2])
+    np.testing.assert_array_equal(discounted.episodes, [1] * 6)
+    empty = greedy_contrast_steps([None], [looping], np.array([1.0]), weight=1.0, gamma=1.0)
+    assert len(empty.actions) == 0 and empty.masks.shape == (0, 0)
+
+
+def test_greedy_coef_counts_the_greedy_interactions_and_moves_the_greedy_action() -> None:
+    """``greedy_coef``: each batch also plays the greedy trajectory of its maps, counted in ``num_timesteps``, and the
+    update lowers the probability of the greedy action where it parts from a better ``a_dir``."""
+    from stable_baselines3.common.logger import configure
+
+    from sb3_dirpg.dirpg.update import SearchShare, UpdateSteps
+
+    model = small_model(chain(6), seed=3, batch_episodes=8, search_budget=200, epsilon=20.0, greedy_coef=1.0,
+                        policy_kwargs=dict(net_arch=[16], optimizer_class=th.optim.SGD))  # fmt: skip
+    model.set_logger(configure(None, []))
+    batch = SearchShare.of(model.search(list(range(8))))
+    assert sum(ep.return_dir > 0 for ep in batch.episodes) > 0, "the test needs maps where a_dir reaches the reward"
+    n_actions = batch.steps.masks.shape[1]
+    none = np.zeros(0, dtype=np.int64)
+    batch.steps = UpdateSteps([], np.zeros((0, n_actions), dtype=bool), none, np.zeros(0), none)  # the contrast alone
+    before = model.num_timesteps
+    model._add_greedy_contrast(batch)
+    assert model.num_timesteps - before == 8 * 6  # the chain's greedy trajectories are 6 steps long
+    steps = batch.steps
+    assert (steps.signs == 1.0).any() and (steps.signs == -1.0).any()
+    worse = np.flatnonzero(steps.signs < 0)[0]  # the greedy action at the first state where the two part
+    obs = model.obs_to_policy_tensor([steps.obs[worse]])
+
+    def probability() -> float:
+        with th.no_grad():
+            return float(model.policy.get_distribution(obs).distribution.probs[0, steps.actions[worse]])
+
+    start = probability()
+    model.searched_batch = batch
+    model.train()
+    assert probability() < start
+    assert model.logger.name_to_value["rollout/greedy_success_rate"] < 1.0
+    with pytest.raises(ValueError, match="greedy_coef must be >= 0"):
+        small_model(chain(4), greedy_coef=-1.0)

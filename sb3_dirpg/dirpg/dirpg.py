@@ -22,7 +22,7 @@ from sb3_dirpg.dirpg.settings import (
     refine_settings_check,
 )
 from sb3_dirpg.dirpg.solve import Solution, best_solutions, greedy_trajectories
-from sb3_dirpg.dirpg.update import SearchShare, UpdateSteps
+from sb3_dirpg.dirpg.update import SearchShare, UpdateSteps, concat_steps, greedy_contrast_steps
 from sb3_dirpg.dirpg.workers import SearchPool, check_worker_payload, make_search_pool
 from sb3_dirpg.search import EpisodeSearch, SearchConfig, SearchResult, TopDownSearch
 from sb3_dirpg.search.protocols import Heuristic
@@ -87,6 +87,11 @@ class DirPG(BatchSearch, SimulatorAlgorithm):
     :param ent_coef: weight of an entropy bonus on the states of the update's steps (beyond the paper;
         docs/algorithm.md): each step adds ``-ent_coef * H(π(·|s))`` to the loss, with the same per-episode mean as
         the log-probabilities. 0 (the default) is the paper's update
+    :param greedy_coef: weight of the greedy contrast (beyond the paper; docs/algorithm.md): after each batch's search,
+        play the policy's greedy trajectory on each of its maps (counted as interactions) and, where ``a_dir``'s return
+        is larger, add ``greedy_coef·(1/ε)[∇log P(a_dir) − ∇log P(a_greedy)]`` to the update: DirPG's update for the
+        argmax policy, from where the two part, the greedy trajectory cut where it starts to loop. It trains the greedy
+        policy, which DirPG's update leaves alone once ``a_opt`` is as good as ``a_dir``. 0 (the default) is the paper's
     :param lookahead: search up to this many batches at once, in lockstep, and commit them one at a time; the
         algorithm does not change (only the policy is evaluated on batches of other sizes, which may round differently
         in the last bit). A batch whose update is zero leaves the policy as it was, so the next batch's search with it
@@ -151,6 +156,7 @@ class DirPG(BatchSearch, SimulatorAlgorithm):
         n_epochs: int = 1,
         clip_range: float = 0.2,
         ent_coef: float = 0.0,
+        greedy_coef: float = 0.0,
         lookahead: int = 1,
         max_episode_steps: int | None = None,
         gamma: float = 1.0,
@@ -176,7 +182,8 @@ class DirPG(BatchSearch, SimulatorAlgorithm):
         )  # fmt: skip
         numbers_ = dict(epsilon=epsilon, search_budget=search_budget, priority=priority, alpha=alpha, lookahead=lookahead,
                         refine_budget=refine_budget, refine_from=refine_from, refine_settings=refine_settings,
-                        n_epochs=n_epochs, clip_range=clip_range, ent_coef=ent_coef)  # fmt: skip
+                        n_epochs=n_epochs, clip_range=clip_range, ent_coef=ent_coef,
+                        greedy_coef=greedy_coef)  # fmt: skip
         for name, value in {**numbers_, **flags, "n_workers": n_workers, "parallel_backend": parallel_backend}.items():
             self.check_setting(name, value)
         check_astar_heuristic(priority, alpha, heuristic)
@@ -206,6 +213,7 @@ class DirPG(BatchSearch, SimulatorAlgorithm):
         self.n_epochs = n_epochs
         self.clip_range = clip_range
         self.ent_coef = ent_coef
+        self.greedy_coef = greedy_coef
         for name, value in flags.items():
             setattr(self, name, value)
         # set when a complete trajectory violated the heuristic's bound: pruning is then off for the rest of training
@@ -339,9 +347,28 @@ class DirPG(BatchSearch, SimulatorAlgorithm):
             return False
         self._check_heuristic(batch.episodes)
         self._log_search(batch.episodes)
+        if self.greedy_coef > 0:
+            self._add_greedy_contrast(batch)
         self._start_refining()
         self._end_collection(callback, search=batch.episodes)
         return True
+
+    def _add_greedy_contrast(self, batch: SearchShare) -> None:
+        """Play the greedy trajectory of each map of ``batch`` (counting its interactions) and add the greedy contrast's
+        steps (see ``greedy_coef``) to the batch's update steps.
+
+        :param batch: the searched batch, with its ``a_dir`` paths
+        """
+        seeds = [ep.seed for ep in batch.episodes]
+        self.simulator.ensure_simulators(len(seeds))
+        greedy = greedy_trajectories(self.simulator, self.policy_logits, seeds, self.horizon, record=True)
+        self.num_timesteps += sum(len(trajectory.actions) for trajectory in greedy)
+        returns_dir = np.array([ep.return_dir for ep in batch.episodes], dtype=np.float64)
+        contrast = greedy_contrast_steps(batch.paths(), greedy, returns_dir, self.greedy_coef, self.gamma)
+        if len(contrast.actions):
+            batch.steps = concat_steps([batch.steps, contrast], [0, 0])
+        self.logger.record("rollout/greedy_success_rate", float(np.mean([trajectory.success for trajectory in greedy])))
+        self.logger.record_mean("train/greedy_contrast_steps", float(len(contrast.actions)))
 
     def _start_refining(self) -> None:
         """Turn ``refine_success`` on once ``a_opt`` succeeds on ``refine_from`` of a full window of recent maps."""

@@ -181,6 +181,13 @@ def _check_ent_coef(algo: str, value: Any) -> float:
     return value
 
 
+def _check_greedy_coef(algo: str, value: Any) -> float:
+    value = _real("greedy_coef")(algo, value)
+    if value < 0:
+        raise ValueError(f"{algo}: greedy_coef must be >= 0 (0: the paper's update, no greedy contrast), got {value!r}")
+    return value
+
+
 def _check_n_workers(algo: str, value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, numbers.Real) or int(value) != value or value < 0:
         raise ValueError(f"{algo}: n_workers must be a non-negative integer number of processes, got {value!r}")
@@ -205,6 +212,7 @@ SETTING_CHECKS: dict[str, Any] = {
     "n_epochs": _check_n_epochs,
     "clip_range": _check_clip_range,
     "ent_coef": _check_ent_coef,
+    "greedy_coef": _check_greedy_coef,
     "n_workers": _check_n_workers,
     "parallel_backend": lambda algo, value: check_parallel_backend(value),
     **{name: _flag(name) for name in FLAGS},
