@@ -183,26 +183,26 @@ def _events(
     return found
 
 
-def _progress_chain(env_id: str, mission: bool = False, noop_mask: bool = False) -> gym.Env:
+def _progress_chain(env_id: str, mission: bool = False, noop_mask: dict[str, Any] | None = None) -> gym.Env:
     """:param mission: wrap MissionObs outside
-    :param noop_mask: put MiniGridNoOpMask in the chain
+    :param noop_mask: put MiniGridNoOpMask in the chain, with these arguments (None: no mask)
     :return: the env with the frontier entries' wrappers, the door and pickup rewards kept, and MiniGridProgressReward"""
     env = MiniGridShapedReward(FastObservation(gym.make(env_id)))
     env = MiniGridProgressReward(env, progress_reward=PROGRESS_REWARD)
-    env = DirectionImageObs(MiniGridNoOpMask(env) if noop_mask else env)
+    env = DirectionImageObs(MiniGridNoOpMask(env, **noop_mask) if noop_mask is not None else env)
     return MissionObs(env) if mission else env
 
 
 def _play_both(
     env_id: str, env_kwargs: dict[str, Any], gamma: float, step_limit: bool, seed: int, iterations: int,
-    bound_class: type = MultiRoomBound, mission: bool = False, noop_mask: bool = False,
+    bound_class: type = MultiRoomBound, mission: bool = False, noop_mask: dict[str, Any] | None = None,
 ) -> set[str]:  # fmt: skip
     """Step the env and the compiled simulator from the same randomly chosen reached states, comparing every output.
 
     :param bound_class: the bound: ``MultiRoomBound`` (with ``step_limit``), ``MiniGridBound``, or
         ``MiniGridProgressBound`` on :func:`_progress_chain`
     :param mission: wrap MissionObs outside the chain (its vector is compared too)
-    :param noop_mask: put MiniGridNoOpMask in the chain (its masks are compared too)
+    :param noop_mask: put MiniGridNoOpMask in the chain with these arguments (None: no mask); its masks are compared too
     :return: the events seen
     """
     progress = bound_class is MiniGridProgressBound
@@ -211,7 +211,7 @@ def _play_both(
         if progress:
             return _progress_chain(env_id, mission, noop_mask)
         env = make_minigrid_env(env_id.split(" ")[0], **env_kwargs)
-        env = DirectionImageObs(MiniGridNoOpMask(env.env)) if noop_mask else env
+        env = DirectionImageObs(MiniGridNoOpMask(env.env, **noop_mask)) if noop_mask is not None else env
         return MissionObs(env) if mission else env
 
     options = {"step_limit": step_limit} if bound_class is MultiRoomBound else {}
@@ -295,20 +295,23 @@ def test_compiled_steps_with_the_mission_give_the_env_observations(env_id: str) 
 
 @pytest.mark.parametrize("env_id", ["SB3DirPGTest/ObjectsRoom-v0", "SB3DirPGTest/Boxes-v0", "MiniGrid-DoorKey-5x5-v0"])
 def test_compiled_noop_masks_are_the_envs(env_id: str) -> None:
-    """With MiniGridNoOpMask in the chain, the compiled simulator's masks (read off its observations) equal the env's
-    (read off its state), bit for bit, with every other output."""
+    """With MiniGridNoOpMask in the chain, the compiled simulator's masks (read off its observations and the actions it
+    steps) equal the env's (read off its state and its last step), bit for bit, with every other output; with and
+    without ``no_undo``."""
     env_kwargs, events = FAMILIES[env_id]
-    seen = _play_both(env_id, env_kwargs, 1.0, False, seed=0, iterations=80, noop_mask=True)
-    seen |= _play_both(env_id, {}, 0.99, False, seed=1, iterations=40, bound_class=MiniGridProgressBound, noop_mask=True)
+    seen = _play_both(env_id, env_kwargs, 1.0, False, seed=0, iterations=80, noop_mask={})
+    seen |= _play_both(env_id, {}, 0.99, False, seed=1, iterations=40, bound_class=MiniGridProgressBound,
+                       noop_mask={"no_undo": True})  # fmt: skip
     assert events <= seen, f"random play on {env_id} never showed {events - seen}: the comparison missed those rules"
 
 
 def test_the_compiled_loop_learns_the_same_parameters_with_noop_masks() -> None:
-    """KeyCorridorS3R3 with MiniGridNoOpMask: the same seed learns bit-identical parameters on the env and in the
-    compiled search loop, whose masks come from its own observations, and the masks kept the search off the no-ops."""
+    """KeyCorridorS3R3 with MiniGridNoOpMask (``no_undo`` too): the same seed learns bit-identical parameters on the env
+    and in the compiled search loop, whose masks come from its own observations and actions, and the masks kept the
+    search off the no-ops."""
 
     def make() -> gym.Env:
-        return _progress_chain("MiniGrid-KeyCorridorS3R3-v0", noop_mask=True)
+        return _progress_chain("MiniGrid-KeyCorridorS3R3-v0", noop_mask={"no_undo": True})
 
     policy_kwargs = dict(features_extractor_class=MiniGridCNN, net_arch=[], normalize_images=False)
     models = {

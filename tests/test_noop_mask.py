@@ -65,11 +65,49 @@ def test_keep_done_leaves_done_legal_for_the_envs_that_read_it() -> None:
         assert env.action_masks()[DONE] == keep_done
 
 
+@pytest.mark.parametrize("env_id", ["MiniGrid-KeyCorridorS3R3-v0", "MiniGrid-DoorKey-5x5-v0"])
+def test_no_undo_masks_the_action_that_would_undo_the_last_step(env_id: str) -> None:
+    """With ``no_undo``, after each step of random walks the masked undo (right after left, drop after pickup...) is the
+    action that would put the state back as it was (toggle: a door toggled back); without it the masks are the no-op
+    masks alone; a reset forgets the last step."""
+    from sb3_dirpg.envs.minigrid.action_mask import UNDO
+
+    env, plain = MiniGridNoOpMask(gym.make(env_id), no_undo=True), MiniGridNoOpMask(gym.make(env_id))
+    rng = np.random.default_rng(1)
+    undone = np.zeros(7, dtype=int)
+    for seed in range(8):
+        env.reset(seed=seed)
+        plain.reset(seed=seed)
+        np.testing.assert_array_equal(env.action_masks(), plain.action_masks())
+        for _ in range(60):
+            masks = env.action_masks()
+            action = int(rng.choice(np.flatnonzero(masks)))
+            before = _state(env)
+            _, _, terminated, truncated, _ = env.step(action)
+            plain.step(action)
+            if terminated or truncated:
+                break
+            masks, free = env.action_masks(), plain.action_masks()
+            undo = int(UNDO[action])
+            if undo < 0 or not free[undo]:
+                np.testing.assert_array_equal(masks, free)
+                continue
+            assert not masks[undo] and (masks | np.eye(7, dtype=bool)[undo] == free).all()
+            trial = copy.deepcopy(env)
+            trial.step(undo)
+            door_back = action == 5 and env.unwrapped.grid.get(*env.unwrapped.front_pos).type == "door"
+            assert door_back or _state(trial) == before, f"{env_id}: action {undo} does not undo {action}"
+            undone[action] += 1
+    assert undone[[0, 1, 3]].min() > 0, f"random play on {env_id} undid too little: {undone}"
+
+
 def test_noop_mask_refuses_what_it_cannot_mask() -> None:
     with pytest.raises(ValueError, match="needs a MiniGrid env"):
         MiniGridNoOpMask(gym.make("CartPole-v1"))
     with pytest.raises(ValueError, match="keep_done must be a bool"):
         MiniGridNoOpMask(gym.make("MiniGrid-Empty-5x5-v0"), keep_done="no")
+    with pytest.raises(ValueError, match="no_undo must be a bool"):
+        MiniGridNoOpMask(gym.make("MiniGrid-Empty-5x5-v0"), no_undo=1)
 
 
 def test_dirpg_trains_and_evaluates_among_the_legal_actions_only() -> None:

@@ -24,6 +24,8 @@ _EMPTY, _FLOOR, _GOAL, _LAVA = (OBJECT_TO_IDX[name] for name in ("empty", "floor
 _DOOR, _KEY, _BALL, _BOX = (OBJECT_TO_IDX[name] for name in ("door", "key", "ball", "box"))
 _OPEN, _LOCKED = STATE_TO_IDX["open"], STATE_TO_IDX["locked"]
 _EMPTY_CELL = np.array([_EMPTY, 0, 0], dtype=np.uint8)
+#: the action that undoes each action right after it (left, right; pickup, drop; toggle a door), -1 for none
+UNDO = np.array([1, 0, -1, _DROP, _PICKUP, _TOGGLE, -1], dtype=np.int64)
 
 
 @njit(cache=True)
@@ -55,6 +57,23 @@ def fill_noop_action_masks(front: np.ndarray, carried: np.ndarray, keep_done: bo
         out[r, _DONE] = keep_done
 
 
+@njit(cache=True)
+def forbid_undo(actions: np.ndarray, terminal: np.ndarray, masks: np.ndarray) -> None:
+    """Mask, in each state reached by a step, the action that would undo that step (:data:`UNDO`): turning back, putting
+    down what was just picked up, picking up what was just dropped, toggling a door back. A shortest way never has such a
+    pair, and a memoryless greedy policy that has one repeats it for ever. Left and right stay legal in turn, so a mask
+    never empties.
+
+    :param actions: the action of each step, int64, shape (n,)
+    :param terminal: whether each step ended its trajectory (no mask to change there), bool, shape (n,)
+    :param masks: in/out: the legal actions of the states reached, bool, shape (n, 7)
+    """
+    for r in range(actions.shape[0]):
+        undo = UNDO[actions[r]]
+        if undo >= 0 and not terminal[r]:
+            masks[r, undo] = False
+
+
 def noop_action_masks(front: np.ndarray, carried: np.ndarray, keep_done: bool = False) -> np.ndarray:
     """:param front: the encoded cells in front of the agent, uint8, shape (n, 3) or (3,)
     :param carried: the encoded objects carried, uint8, shape (n, 3) or (3,)
@@ -75,12 +94,14 @@ def encoded_cell(obj: Any) -> np.ndarray:
 class MiniGridNoOpMask(gym.Wrapper, gym.utils.RecordConstructorArgs):
     """sb3-contrib's ``action_masks()`` for MiniGrid: masks the actions that would change nothing (walking into a wall,
     a pickup with nothing in front, a drop with nothing in hand, toggling a wall or a locked door without its key,
-    ``done``), as :func:`noop_action_masks` says.
+    ``done``), as :func:`fill_noop_action_masks` says; with ``no_undo``, also the action that would undo the last one
+    (:func:`forbid_undo`).
 
-    The masks are a function of the agent's own observation (the cell it faces and what it carries are in its view), so
-    a policy that applies them is still a policy of the observation. A memoryless greedy policy whose most likely action
-    does nothing repeats it for ever; with the mask it cannot. DirPG's search and evaluation apply the masks; the
-    compiled simulator computes the same masks from its observations.
+    The no-op masks are a function of the agent's own observation (the cell it faces and what it carries are in its
+    view), so a policy that applies them is still a policy of the observation; with ``no_undo`` it is a policy of the
+    observation and the agent's last action. A memoryless greedy policy whose most likely action does nothing, or undoes
+    the last one, repeats it for ever; with the masks it cannot. DirPG's search and evaluation apply the masks; the
+    compiled simulator computes the same masks from its observations and the actions it steps.
 
     The rule is that of ``MiniGridEnv.step``, which KeyCorridor, ObstructedMaze, DoorKey and the other envs of the
     compiled simulator keep (tests/test_noop_mask.py checks it by stepping every action). An env whose ``step`` gives an
@@ -88,22 +109,46 @@ class MiniGridNoOpMask(gym.Wrapper, gym.utils.RecordConstructorArgs):
 
     :param env: a MiniGrid env (possibly wrapped)
     :param keep_done: leave ``done`` legal, for envs whose ``step`` reads it (GoToDoor, GoToObject)
+    :param no_undo: also mask the action that would undo the last step
     """
 
-    def __init__(self, env: gym.Env, keep_done: bool = False) -> None:
-        gym.utils.RecordConstructorArgs.__init__(self, keep_done=keep_done)
+    def __init__(self, env: gym.Env, keep_done: bool = False, no_undo: bool = False) -> None:
+        gym.utils.RecordConstructorArgs.__init__(self, keep_done=keep_done, no_undo=no_undo)
         gym.Wrapper.__init__(self, env)
         base = env.unwrapped
         if not hasattr(base, "grid") or not hasattr(base, "carrying"):
             raise ValueError(f"MiniGridNoOpMask needs a MiniGrid env, got {base!r}")
         if not isinstance(env.action_space, gym.spaces.Discrete) or env.action_space.n != N_MINIGRID_ACTIONS:
             raise ValueError(f"MiniGridNoOpMask needs MiniGrid's {N_MINIGRID_ACTIONS} actions, got {env.action_space}")
-        if not isinstance(keep_done, (bool, np.bool_)):
-            raise ValueError(f"MiniGridNoOpMask: keep_done must be a bool, got {keep_done!r}")
-        self.keep_done = bool(keep_done)
+        for name, value in (("keep_done", keep_done), ("no_undo", no_undo)):
+            if not isinstance(value, (bool, np.bool_)):
+                raise ValueError(f"MiniGridNoOpMask: {name} must be a bool, got {value!r}")
+        self.keep_done, self.no_undo = bool(keep_done), bool(no_undo)
         self._base = base
+        self._undo = -1  # the action that would undo the last step (episode state: snapshots keep it), -1 for none
+
+    def reset(self, **kwargs: Any) -> tuple[Any, dict[str, Any]]:
+        """:param kwargs: ``reset``'s arguments
+        :return: the first observation and info"""
+        self._undo = -1
+        return self.env.reset(**kwargs)
+
+    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        """:param action: a MiniGrid action
+        :return: the env's step"""
+        result = self.env.step(action)
+        self._undo = int(UNDO[int(action)]) if self.no_undo else -1
+        return result
 
     def action_masks(self) -> np.ndarray:
         """:return: the legal actions of the current state, bool, shape (7,)"""
         base = self._base
-        return noop_action_masks(encoded_cell(front_cell(base)), encoded_cell(base.carrying), self.keep_done)[0]
+        masks = noop_action_masks(encoded_cell(front_cell(base)), encoded_cell(base.carrying), self.keep_done)[0]
+        if self._undo >= 0:
+            masks[self._undo] = False
+        return masks
+
+    @property
+    def compiled_flags(self) -> int:
+        """:return: the masks for the compiled simulator: bit 0 ``keep_done``, bit 1 ``no_undo``"""
+        return int(self.keep_done) | int(self.no_undo) << 1

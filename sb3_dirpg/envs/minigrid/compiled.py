@@ -29,7 +29,7 @@ from sb3_dirpg.common.simulator_backends import register_compiled_simulator
 from sb3_dirpg.common.vec_simulator import VecSimulator
 from sb3_dirpg.envs.minigrid import cnn_kernels
 from sb3_dirpg.envs.minigrid import compiled_kernels as kernels
-from sb3_dirpg.envs.minigrid.action_mask import MiniGridNoOpMask, fill_noop_action_masks
+from sb3_dirpg.envs.minigrid.action_mask import MiniGridNoOpMask, fill_noop_action_masks, forbid_undo
 from sb3_dirpg.envs.minigrid.bound import MultiRoomBound
 from sb3_dirpg.envs.minigrid.compiled_grid_bound import new_paths, steps_to_success
 from sb3_dirpg.envs.minigrid.compiled_search import LoopSimulator, search_iterations
@@ -192,7 +192,7 @@ class CompiledMiniGridSimulator(VecSimulator):
             )  # fmt: skip
         self._paths = new_paths(width * height)
         noop = next((layer for layer in layers if type(layer) is MiniGridNoOpMask), None)
-        self._noop_mask = -1 if noop is None else int(noop.keep_done)  # see LoopSimulator.noop_mask
+        self._noop_mask = -1 if noop is None else noop.compiled_flags  # see LoopSimulator.noop_mask
         self._mission_width = len(encode_mission("")) if type(layers[0]) is MissionObs else 0
         self._image_width = self._view * self._view * 3
         # the image's bytes, the direction, then the mission's (0 or 1 each)
@@ -424,8 +424,10 @@ class CompiledMiniGridSimulator(VecSimulator):
                 o["mission"] = self._missions[episode].astype(np.float32)
         masks = np.ones((k, self.n_actions), dtype=bool)
         if self._noop_mask >= 0:
-            images = batch.images
-            fill_noop_action_masks(images[:, view // 2, view - 2], images[:, view // 2, view - 1], self._noop_mask == 1, masks)
+            front, carried = batch.images[:, view // 2, view - 2], batch.images[:, view // 2, view - 1]
+            fill_noop_action_masks(front, carried, (self._noop_mask & 1) == 1, masks)
+            if self._noop_mask & 2:
+                forbid_undo(batch.actions, batch.terminal, masks)
             masks[batch.terminal] = True  # as the env path's: a terminal state has no actions to mask
         return Transitions(
             obs=obs, rewards=batch.rewards, terminal=batch.terminal, masks=masks,

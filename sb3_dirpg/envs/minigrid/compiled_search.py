@@ -15,7 +15,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from numba import njit
 
-from sb3_dirpg.envs.minigrid.action_mask import fill_noop_action_masks
+from sb3_dirpg.envs.minigrid.action_mask import fill_noop_action_masks, forbid_undo
 from sb3_dirpg.envs.minigrid.cnn_kernels import cnn_logits
 from sb3_dirpg.envs.minigrid.compiled_kernels import GENERATION_SHIFT, step_states
 from sb3_dirpg.search import fused
@@ -38,7 +38,7 @@ class LoopSimulator(NamedTuple):
     :param missions: each episode's mission vector as bytes (``MissionObs``), uint8, shape (episodes, mission width);
         width 0 without one
     :param noop_mask: -1 when every action is legal; else the chain's :class:`~sb3_dirpg.envs.minigrid.MiniGridNoOpMask`
-        masks the no-ops (0) or all of them but ``done`` (1)
+        masks the no-ops, with its ``compiled_flags``: bit 0 keeps ``done``, bit 1 masks the undo of the last step
     """
 
     store: Any
@@ -120,7 +120,9 @@ def search_iterations(
         start = node_count[0]
         masks = np.ones((k, n_actions), np.bool_)
         if noop_mask >= 0:
-            fill_noop_action_masks(images[:, view // 2, view - 2], images[:, view // 2, view - 1], noop_mask == 1, masks)
+            fill_noop_action_masks(images[:, view // 2, view - 2], images[:, view // 2, view - 1], (noop_mask & 1) == 1, masks)
+            if noop_mask & 2:
+                forbid_undo(split[0], terminal, masks)
             for r in range(k):
                 if terminal[r]:
                     masks[r, :] = True  # as the env path's
