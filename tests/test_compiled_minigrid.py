@@ -293,6 +293,24 @@ def test_compiled_steps_with_the_mission_give_the_env_observations(env_id: str) 
     _play_both(env_id, {}, 0.95, False, seed=1, iterations=40, bound_class=MiniGridProgressBound, mission=True)
 
 
+def _learn_alike(models: dict[str, Any], interactions: int) -> None:
+    """Train the ``"env"`` and the ``"compiled"`` model for ``interactions``: they count the same interactions and learn
+    bit-identical parameters, which did change.
+
+    :param models: the two models, same seed and settings, by backend
+    :param interactions: the training budget
+    """
+    assert type(models["compiled"].simulator) is CompiledMiniGridSimulator
+    start = [p.detach().clone() for p in models["env"].policy.parameters()]
+    for model in models.values():
+        model.learn(interactions)
+    assert models["env"].num_timesteps == models["compiled"].num_timesteps
+    env_params = list(models["env"].policy.parameters())
+    assert not all(th.equal(a, b) for a, b in zip(start, env_params)), "no update happened: the comparison is empty"
+    for a, b in zip(env_params, models["compiled"].policy.parameters()):
+        assert th.equal(a, b)
+
+
 @pytest.mark.parametrize("env_id", ["SB3DirPGTest/ObjectsRoom-v0", "SB3DirPGTest/Boxes-v0", "MiniGrid-DoorKey-5x5-v0"])
 def test_compiled_noop_masks_are_the_envs(env_id: str) -> None:
     """With MiniGridNoOpMask in the chain, the compiled simulator's masks (read off its observations and the actions it
@@ -319,15 +337,7 @@ def test_the_compiled_loop_learns_the_same_parameters_with_noop_masks() -> None:
                        batch_episodes=8, seed=5, simulator_backend=backend, search_budget=300, policy_kwargs=policy_kwargs)
         for backend in ("env", "compiled")
     }  # fmt: skip
-    assert type(models["compiled"].simulator) is CompiledMiniGridSimulator
-    start = [p.detach().clone() for p in models["env"].policy.parameters()]
-    for model in models.values():
-        model.learn(3000)
-    assert models["env"].num_timesteps == models["compiled"].num_timesteps
-    env_params = list(models["env"].policy.parameters())
-    assert not all(th.equal(a, b) for a, b in zip(start, env_params)), "no update happened: the comparison is empty"
-    for a, b in zip(env_params, models["compiled"].policy.parameters()):
-        assert th.equal(a, b)
+    _learn_alike(models, 3000)
     result = models["compiled"].search(list(range(4)), config=models["compiled"].search_config(budget=500))
     nodes = result.tree.nodes
     actions = nodes.action[: int(nodes.count[0])]
@@ -354,16 +364,8 @@ def test_the_compiled_simulator_learns_the_same_parameters_with_the_mission() ->
         )  # fmt: skip
         for backend in ("env", "compiled")
     }
-    assert type(models["compiled"].simulator) is CompiledMiniGridSimulator
-    start = [p.detach().clone() for p in models["env"].policy.parameters()]
-    for model in models.values():
-        model.learn(4000)
+    _learn_alike(models, 4000)
     assert models["compiled"].simulator.runs_search_iterations
-    assert models["env"].num_timesteps == models["compiled"].num_timesteps
-    env_params = list(models["env"].policy.parameters())
-    assert not all(th.equal(a, b) for a, b in zip(start, env_params)), "no update happened: the comparison is empty"
-    for a, b in zip(env_params, models["compiled"].policy.parameters()):
-        assert th.equal(a, b)
 
 
 def _minigrid_model(backend: str, algo: type = DirPG, **kwargs: Any) -> Any:
@@ -386,15 +388,7 @@ def test_the_compiled_simulator_learns_the_same_parameters(algo: type) -> None:
     extra = {} if algo is DirPG else {"n_rollouts": 4}
     models = {backend: _minigrid_model(backend, algo, **extra) for backend in ("env", "compiled")}
     assert type(models["env"].simulator) is VecSimulator
-    assert type(models["compiled"].simulator) is CompiledMiniGridSimulator
-    start = [p.detach().clone() for p in models["env"].policy.parameters()]
-    for model in models.values():
-        model.learn(6000)
-    assert models["env"].num_timesteps == models["compiled"].num_timesteps
-    env_params = list(models["env"].policy.parameters())
-    assert not all(th.equal(a, b) for a, b in zip(start, env_params)), "no update happened: the comparison is empty"
-    for a, b in zip(env_params, models["compiled"].policy.parameters()):
-        assert th.equal(a, b)
+    _learn_alike(models, 6000)
 
 
 def test_auto_uses_the_compiled_simulator_where_it_fits_and_compiled_says_why_not() -> None:

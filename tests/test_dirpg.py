@@ -789,7 +789,7 @@ def test_greedy_coef_counts_the_greedy_interactions_and_moves_the_greedy_action(
     model = small_model(chain(6), seed=3, batch_episodes=8, search_budget=200, epsilon=20.0, greedy_coef=1.0,
                         policy_kwargs=dict(net_arch=[16], optimizer_class=th.optim.SGD))  # fmt: skip
     model.set_logger(configure(None, []))
-    batch = SearchShare.of(model.search(list(range(8))))
+    batch = SearchShare.of(model.search(list(range(8))), with_paths=True)
     assert sum(ep.return_dir > 0 for ep in batch.episodes) > 0, "the test needs maps where a_dir reaches the reward"
     n_actions = batch.steps.masks.shape[1]
     none = np.zeros(0, dtype=np.int64)
@@ -813,3 +813,9 @@ def test_greedy_coef_counts_the_greedy_interactions_and_moves_the_greedy_action(
     assert model.logger.name_to_value["rollout/greedy_success_rate"] < 1.0
     with pytest.raises(ValueError, match="greedy_coef must be >= 0"):
         small_model(chain(4), greedy_coef=-1.0)
+    with pytest.raises(ValueError, match="greedy_coef=0.5 needs every episode's a_dir.*n_workers=0"):
+        small_model(chain(4), greedy_coef=0.5, n_workers=1)
+    # through learn: the searched batches keep their a_dir paths and the contrast adds steps
+    learner = small_model(chain(6), seed=3, batch_episodes=8, search_budget=200, epsilon=20.0, greedy_coef=0.5)
+    learner.learn(600)
+    assert learner.searched_batch.dir_paths is not None and (learner.searched_batch.steps.signs == -0.5).any()

@@ -17,6 +17,7 @@ from sb3_dirpg.dirpg.lookahead import Lookahead
 from sb3_dirpg.dirpg.settings import (
     SETTING_CHECKS,
     check_astar_heuristic,
+    check_greedy_coef,
     check_refine_from,
     check_seeds,
     refine_settings_check,
@@ -188,6 +189,7 @@ class DirPG(BatchSearch, SimulatorAlgorithm):
             self.check_setting(name, value)
         check_astar_heuristic(priority, alpha, heuristic)
         check_refine_from(refine_from, stop_on_success)
+        check_greedy_coef(greedy_coef, n_workers)
         if priority == "astar" and heuristic is not None and alpha == 0:
             warnings.warn(
                 "DirPG: priority='astar' with alpha=0 ignores the heuristic in the priority, which is then G + ε·L "
@@ -257,6 +259,7 @@ class DirPG(BatchSearch, SimulatorAlgorithm):
         setting alone, in any order; this runs before every search and after ``load``)."""
         check_astar_heuristic(self.priority, self.alpha, self.heuristic)
         check_refine_from(self.refine_from, self.stop_on_success)
+        check_greedy_coef(self.greedy_coef, self.n_workers)
 
     def _simulators_rebuilt(self) -> None:
         """A setting the simulators are built with changed: the search workers start again with it, and the batches

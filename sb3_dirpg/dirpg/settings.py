@@ -13,7 +13,10 @@ from sb3_dirpg.search import PRIORITIES
 from sb3_dirpg.search.config import check_flag
 from sb3_dirpg.search.protocols import Heuristic
 
-__all__ = ["FLAGS", "SETTING_CHECKS", "check_astar_heuristic", "check_refine_from", "check_seeds", "refine_settings_check"]
+__all__ = [
+    "FLAGS", "SETTING_CHECKS", "check_astar_heuristic", "check_greedy_coef", "check_refine_from", "check_seeds",
+    "refine_settings_check",
+]  # fmt: skip
 
 #: DirPG's bool flags (a string such as "false" is refused: it is truthy)
 FLAGS = (
@@ -46,6 +49,17 @@ def check_astar_heuristic(priority: str, alpha: float, heuristic: Heuristic | No
         raise ValueError(
             f"DirPG: priority='astar' with alpha={alpha} needs a heuristic(env) bound on the return-to-go: pass "
             "heuristic=... (or set model.heuristic), or alpha=0"
+        )
+
+
+def check_greedy_coef(greedy_coef: float, n_workers: int) -> None:
+    """:param greedy_coef: the ``greedy_coef`` setting
+    :param n_workers: the ``n_workers`` setting
+    :raises ValueError: when the greedy contrast would miss the episodes that search workers search"""
+    if greedy_coef > 0 and n_workers > 0:
+        raise ValueError(
+            f"DirPG: greedy_coef={greedy_coef} needs every episode's a_dir, which the search workers do not send back: "
+            "pass n_workers=0, or greedy_coef=0"
         )
 
 

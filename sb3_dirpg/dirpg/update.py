@@ -122,10 +122,11 @@ class SearchShare:
     dir_paths: list[Path | None] | None = None
 
     @classmethod
-    def of(cls, result: SearchResult) -> SearchShare:
+    def of(cls, result: SearchResult, with_paths: bool = False) -> SearchShare:
         """:param result: a search result
+        :param with_paths: keep each episode's ``a_dir`` from the root (the greedy contrast needs them)
         :return: its compact form"""
-        paths = [dir_path(result, ep) for ep in result.episodes]
+        paths = [dir_path(result, ep) for ep in result.episodes] if with_paths else None
         return cls(episodes=result.episodes, steps=update_steps(result), dir_paths=paths)
 
     def paths(self) -> list[Path | None]:
@@ -133,16 +134,17 @@ class SearchShare:
         return list(self.dir_paths) if self.dir_paths is not None else [None] * len(self.episodes)
 
     @classmethod
-    def from_search(cls, run: Callable[[], SearchResult]) -> tuple[SearchShare, bool]:
+    def from_search(cls, run: Callable[[], SearchResult], with_paths: bool = False) -> tuple[SearchShare, bool]:
         """Run a search and keep only its share, freeing the tree while Python's cyclic collector is still paused (the
         first collection after the pause would otherwise walk every object of the tree).
 
         :param run: runs the search and returns its result
+        :param with_paths: keep each episode's ``a_dir`` from the root
         :return: the share, and whether the search was stopped by its ``on_iteration`` hook
         """
         with cyclic_gc_paused():
             result = run()
-            share, stopped = cls.of(result), result.stopped
+            share, stopped = cls.of(result, with_paths), result.stopped
             del result
         return share, stopped
 
