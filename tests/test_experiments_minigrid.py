@@ -142,9 +142,9 @@ def test_frontier_curriculum_trains_on_the_wrappers_it_is_given(tmp_path: Path, 
 
     built, build = [], frontier._entry_env
 
-    def spy(env_id: str, params: Sequence[str] = ()) -> Any:
+    def spy(env_id: str, params: Sequence[str] = (), own_step_limit: bool = False) -> Any:
         built.append(list(params))
-        return build(env_id, params)
+        return build(env_id, params, own_step_limit)
 
     monkeypatch.setattr(frontier, "_entry_env", spy)
     wrapper = ("env_wrapper:['sb3_dirpg.envs.FastObservation', {'sb3_dirpg.envs.MiniGridShapedReward': {'door_reward': "
@@ -152,6 +152,21 @@ def test_frontier_curriculum_trains_on_the_wrappers_it_is_given(tmp_path: Path, 
     frontier.main(["--curriculum", "MiniGrid-MultiRoom-N2-S4-v0:2000", "--every", "2000", "--maps", "2", "--tag", "w",
                    "--params", wrapper, "--out", str(tmp_path)])  # fmt: skip
     assert built.count([]) == 2 and built.count([wrapper]) == 2  # evaluation: 2 maps; training: the model, its stage
+
+
+def test_frontier_evaluates_with_the_envs_own_step_limit() -> None:
+    """The frontier's evaluation envs keep the env's own step limit where the entry changes it for training (N4-S5's
+    entry sets 100 steps, the env has 120), and its training envs take the entry's."""
+    import gymnasium as gym
+
+    from sb3_dirpg.experiments import frontier
+
+    env_id = "MiniGrid-MultiRoom-N4-S5-v0"
+    own = gym.make(env_id).unwrapped.max_steps
+    settings, trained = frontier._entry_env(env_id)
+    _, evaluated = frontier._entry_env(env_id, own_step_limit=True)
+    assert settings["env_kwargs"]["max_steps"] != own
+    assert trained.unwrapped.max_steps == settings["env_kwargs"]["max_steps"] and evaluated.unwrapped.max_steps == own
 
 
 def test_frontier_curriculum_moves_through_its_stages_and_resumes(tmp_path: Path) -> None:

@@ -11,7 +11,8 @@ with the target's DirPG settings and each stage's own env entry (step limit, wra
 interactions are spent or, before that, when its own held-out success (sampled and greedy) reaches ``--advance`` (what
 it leaves unspent is not passed on; a run resumes with its last stage made longer).
 Every ``--every`` interactions the policy is played without search on 200 held-out seeds of the target (from
-10000), with the entry's step limit, sampled and greedy; interactions count every stage's. The run checkpoints
+10000), with the env's own step limit and reward (an entry's ``max_steps`` and its shaping apply to training only),
+sampled and greedy; interactions count every stage's. The run checkpoints
 after each evaluation and resumes from it. Results go to ``OUT/frontier/<tag>-s<seed>.json``.
 
 The published figures the issue measures against are :data:`ANCHORS` (read from the papers' curves, about 20 %
@@ -61,15 +62,20 @@ TARGETS = {
 DEFAULT_BUDGETS = (2_900, 10_000, 30_000)
 
 
-def _entry_env(env_id: str, params: Sequence[str] = ()) -> tuple[dict[str, Any], Any]:
+def _entry_env(env_id: str, params: Sequence[str] = (), own_step_limit: bool = False) -> tuple[dict[str, Any], Any]:
     """:param env_id: an env with a DirPG entry
     :param params: a variant's ``key:value`` changes of the entry
+    :param own_step_limit: build the env with its own step limit, whatever ``max_steps`` the entry's ``env_kwargs`` set
+        (the evaluation's rule: the entries of the MiniGrid table shorten some envs' limits for training)
     :return: the entry's settings with the changes, and the env built as they build it"""
     from sb3_dirpg.experiments.held_out import build_env
     from sb3_dirpg.experiments.minigrid_table import entry, parse_params
 
     settings = {**entry(env_id, "dirpg"), **parse_params(params)}
-    return settings, build_env(env_id, settings.get("env_kwargs"), settings.get("env_wrapper"))
+    env_kwargs = dict(settings.get("env_kwargs") or {})
+    if own_step_limit:
+        env_kwargs.pop("max_steps", None)
+    return settings, build_env(env_id, env_kwargs, settings.get("env_wrapper"))
 
 
 def probe_search(
@@ -167,7 +173,7 @@ def train_curriculum(
         raise ValueError(f"{path} holds a run with other stages: {record['stages']}; pass --tag to start another")
     record["stages"] = [list(stage) for stage in stages]  # the last stage may run longer than before
     seeds = list(range(10_000, 10_000 + n_maps))
-    evaluation = {env_id: [_entry_env(env_id)[1] for _ in seeds] for env_id in dict(stages)}
+    evaluation = {env_id: [_entry_env(env_id, own_step_limit=True)[1] for _ in seeds] for env_id in dict(stages)}
     wrappers = [param for param in params if param.split(":", 1)[0] == "env_wrapper"]  # the training envs' own
 
     def training_env(env_id: str) -> Any:
