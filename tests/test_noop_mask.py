@@ -101,6 +101,40 @@ def test_no_undo_masks_the_action_that_would_undo_the_last_step(env_id: str) -> 
     assert undone[[0, 1, 3]].min() > 0, f"random play on {env_id} undid too little: {undone}"
 
 
+@pytest.mark.parametrize("env_id", ["MiniGrid-KeyCorridorS3R3-v0", "MiniGrid-ObstructedMaze-2Dlh-v0"])
+def test_return_window_masks_exactly_the_moves_that_repeat_a_recent_state(env_id: str) -> None:
+    """With ``return_window`` W, after each step of random walks a move is masked exactly when stepping it gives back a
+    full state (cell, direction, load, grid) that the agent had before one of its last W moves since its last pickup,
+    drop or toggle; where that would mask every action, nothing more is masked. The walks must meet the rule often."""
+    window = 4
+    env, plain = MiniGridNoOpMask(gym.make(env_id), return_window=window), MiniGridNoOpMask(gym.make(env_id))
+    rng = np.random.default_rng(2)
+    returned, kept = 0, 0
+    for seed in range(6):
+        env.reset(seed=seed)
+        plain.reset(seed=seed)
+        trail = [_state(env)]  # the states since the last change of the grid or the load, one per move
+        for _ in range(80):
+            masks, free = env.action_masks(), plain.action_masks()
+            recent = trail[-1 - window : -1]
+            back = np.zeros(7, dtype=bool)
+            for move in np.flatnonzero(free[:3]):
+                trial = copy.deepcopy(plain)
+                trial.step(int(move))
+                back[move] = _state(trial) in recent
+            expected = free & ~back if (free & ~back).any() else free
+            np.testing.assert_array_equal(masks, expected)
+            returned += int(back.any() and (free & ~back).any())
+            kept += int(back.any() and not (free & ~back).any())
+            action = int(rng.choice(np.flatnonzero(masks)))
+            _, _, terminated, truncated, _ = env.step(action)
+            plain.step(action)
+            if terminated or truncated:
+                break
+            trail = trail + [_state(env)] if action < 3 else [_state(env)]
+    assert returned > 20, f"random play on {env_id} met the rule {returned} times"
+
+
 def test_noop_mask_refuses_what_it_cannot_mask() -> None:
     with pytest.raises(ValueError, match="needs a MiniGrid env"):
         MiniGridNoOpMask(gym.make("CartPole-v1"))
@@ -108,6 +142,9 @@ def test_noop_mask_refuses_what_it_cannot_mask() -> None:
         MiniGridNoOpMask(gym.make("MiniGrid-Empty-5x5-v0"), keep_done="no")
     with pytest.raises(ValueError, match="no_undo must be a bool"):
         MiniGridNoOpMask(gym.make("MiniGrid-Empty-5x5-v0"), no_undo=1)
+    for window in (9, -1, 2.0, True):
+        with pytest.raises(ValueError, match="return_window must be an int from 0 to 8"):
+            MiniGridNoOpMask(gym.make("MiniGrid-Empty-5x5-v0"), return_window=window)
 
 
 def test_dirpg_trains_and_evaluates_among_the_legal_actions_only() -> None:

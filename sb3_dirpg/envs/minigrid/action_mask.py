@@ -16,6 +16,7 @@ from minigrid.core.constants import OBJECT_TO_IDX, STATE_TO_IDX
 from numba import njit
 
 from sb3_dirpg.envs.minigrid.fast_obs import front_cell
+from sb3_dirpg.envs.minigrid.move_window import MAX_RETURN_WINDOW, forbid_returns, push_move
 
 #: MiniGrid's actions, in order
 N_MINIGRID_ACTIONS = 7
@@ -95,12 +96,14 @@ class MiniGridNoOpMask(gym.Wrapper, gym.utils.RecordConstructorArgs):
     """sb3-contrib's ``action_masks()`` for MiniGrid: masks the actions that would change nothing (walking into a wall,
     a pickup with nothing in front, a drop with nothing in hand, toggling a wall or a locked door without its key,
     ``done``), as :func:`fill_noop_action_masks` says; with ``no_undo``, also the action that would undo the last one
-    (:func:`forbid_undo`).
+    (:func:`forbid_undo`); with ``return_window``, also the moves that would bring the agent back to where it stood
+    within its last moves (:func:`forbid_returns`).
 
     The no-op masks are a function of the agent's own observation (the cell it faces and what it carries are in its
     view), so a policy that applies them is still a policy of the observation; with ``no_undo`` it is a policy of the
-    observation and the agent's last action. A memoryless greedy policy whose most likely action does nothing, or undoes
-    the last one, repeats it for ever; with the masks it cannot. DirPG's search and evaluation apply the masks; the
+    observation and the agent's last action, with ``return_window`` of its last moves. A memoryless greedy policy whose
+    most likely action does nothing, undoes the last one or closes a short loop (turning four times, pacing) repeats it
+    for ever; with the masks it cannot. DirPG's search and evaluation apply the masks; the
     compiled simulator computes the same masks from its observations and the actions it steps.
 
     The rule is that of ``MiniGridEnv.step``, which KeyCorridor, ObstructedMaze, DoorKey and the other envs of the
@@ -110,10 +113,12 @@ class MiniGridNoOpMask(gym.Wrapper, gym.utils.RecordConstructorArgs):
     :param env: a MiniGrid env (possibly wrapped)
     :param keep_done: leave ``done`` legal, for envs whose ``step`` reads it (GoToDoor, GoToObject)
     :param no_undo: also mask the action that would undo the last step
+    :param return_window: also mask the moves that would return the agent to a cell and direction it had within its last
+        ``return_window`` moves (at most :data:`MAX_RETURN_WINDOW`; 0: off)
     """
 
-    def __init__(self, env: gym.Env, keep_done: bool = False, no_undo: bool = False) -> None:
-        gym.utils.RecordConstructorArgs.__init__(self, keep_done=keep_done, no_undo=no_undo)
+    def __init__(self, env: gym.Env, keep_done: bool = False, no_undo: bool = False, return_window: int = 0) -> None:
+        gym.utils.RecordConstructorArgs.__init__(self, keep_done=keep_done, no_undo=no_undo, return_window=return_window)
         gym.Wrapper.__init__(self, env)
         base = env.unwrapped
         if not hasattr(base, "grid") or not hasattr(base, "carrying"):
@@ -123,21 +128,38 @@ class MiniGridNoOpMask(gym.Wrapper, gym.utils.RecordConstructorArgs):
         for name, value in (("keep_done", keep_done), ("no_undo", no_undo)):
             if not isinstance(value, (bool, np.bool_)):
                 raise ValueError(f"MiniGridNoOpMask: {name} must be a bool, got {value!r}")
-        self.keep_done, self.no_undo = bool(keep_done), bool(no_undo)
+        if isinstance(return_window, (bool, np.bool_)) or not isinstance(return_window, (int, np.integer)) or not (
+            0 <= return_window <= MAX_RETURN_WINDOW
+        ):
+            raise ValueError(
+                f"MiniGridNoOpMask: return_window must be an int from 0 to {MAX_RETURN_WINDOW}, got {return_window!r}"
+            )
+        self.keep_done, self.no_undo, self.return_window = bool(keep_done), bool(no_undo), int(return_window)
         self._base = base
-        self._undo = -1  # the action that would undo the last step (episode state: snapshots keep it), -1 for none
+        # episode state (snapshots keep it): the action that would undo the last step (-1 for none), the recent moves
+        self._undo = -1
+        self._window = 0
 
     def reset(self, **kwargs: Any) -> tuple[Any, dict[str, Any]]:
         """:param kwargs: ``reset``'s arguments
         :return: the first observation and info"""
-        self._undo = -1
+        self._undo, self._window = -1, 0
         return self.env.reset(**kwargs)
 
     def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
         """:param action: a MiniGrid action
         :return: the env's step"""
+        base = self._base
+        position, carried, front = tuple(base.agent_pos), encoded_cell(base.carrying), encoded_cell(front_cell(base))
         result = self.env.step(action)
-        self._undo = int(UNDO[int(action)]) if self.no_undo else -1
+        action = int(action)
+        self._undo = int(UNDO[action]) if self.no_undo else -1
+        if self.return_window:
+            moved = tuple(base.agent_pos) != position
+            changed = action in (_PICKUP, _DROP, _TOGGLE) and not (
+                np.array_equal(encoded_cell(base.carrying), carried) and np.array_equal(encoded_cell(front_cell(base)), front)
+            )
+            self._window = push_move(self._window, action, moved, changed)
         return result
 
     def action_masks(self) -> np.ndarray:
@@ -146,9 +168,12 @@ class MiniGridNoOpMask(gym.Wrapper, gym.utils.RecordConstructorArgs):
         masks = noop_action_masks(encoded_cell(front_cell(base)), encoded_cell(base.carrying), self.keep_done)[0]
         if self._undo >= 0:
             masks[self._undo] = False
+        if self.return_window:
+            forbid_returns(np.array([self._window]), np.zeros(1, dtype=np.bool_), self.return_window, masks[None])
         return masks
 
     @property
     def compiled_flags(self) -> int:
-        """:return: the masks for the compiled simulator: bit 0 ``keep_done``, bit 1 ``no_undo``"""
-        return int(self.keep_done) | int(self.no_undo) << 1
+        """:return: the masks for the compiled simulator: bit 0 ``keep_done``, bit 1 ``no_undo``, bits 2-5
+        ``return_window``"""
+        return int(self.keep_done) | int(self.no_undo) << 1 | self.return_window << 2

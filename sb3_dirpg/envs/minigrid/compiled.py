@@ -35,6 +35,7 @@ from sb3_dirpg.envs.minigrid.compiled_grid_bound import new_paths, steps_to_succ
 from sb3_dirpg.envs.minigrid.compiled_search import LoopSimulator, search_iterations
 from sb3_dirpg.envs.minigrid.fast_obs import FastObservation, encode_cells, fast_gen_obs
 from sb3_dirpg.envs.minigrid.grid_bound import MiniGridBound, success_targets
+from sb3_dirpg.envs.minigrid.move_window import forbid_returns
 from sb3_dirpg.envs.minigrid.progress import MiniGridProgressBound, MiniGridProgressReward
 from sb3_dirpg.envs.minigrid.wrappers import DirectionImageObs, MiniGridShapedReward, MissionObs, encode_mission
 from sb3_dirpg.search import fused
@@ -202,7 +203,7 @@ class CompiledMiniGridSimulator(VecSimulator):
         self._episodes: kernels.Episodes | None = None  # set by each reset whose batch runs on the arrays
         self._compiled_batch = False  # whether the current batch runs on the arrays (False: on the envs)
         self._store = kernels.Store(
-            np.zeros((1024, 4), dtype=np.int32), np.zeros((1024, 3), dtype=np.uint8), np.zeros(1024, dtype=np.int32),
+            np.zeros((1024, 5), dtype=np.int32), np.zeros((1024, 3), dtype=np.uint8), np.zeros(1024, dtype=np.int32),
             np.zeros((64, height, width, 3), dtype=np.uint8), np.zeros(2, dtype=np.int64), np.zeros(1024, dtype=np.int64),
         )  # fmt: skip
 
@@ -331,7 +332,7 @@ class CompiledMiniGridSimulator(VecSimulator):
         self._reserve_store(s + 1, g + 1)
         store = self._store
         store.grids[g] = cells
-        store.agent[s] = (x, y, int(base.agent_dir), int(base.step_count))
+        store.agent[s] = (x, y, int(base.agent_dir), int(base.step_count), 0)
         store.carry[s] = carried
         store.grid_of[s] = g
         store.to_success[s] = kernels.UNREACHABLE
@@ -428,6 +429,9 @@ class CompiledMiniGridSimulator(VecSimulator):
             fill_noop_action_masks(front, carried, (self._noop_mask & 1) == 1, masks)
             if self._noop_mask & 2:
                 forbid_undo(batch.actions, batch.terminal, masks)
+            if self._noop_mask >> 2:
+                windows = self._store.agent[np.maximum(batch.reached, 0), 4].astype(np.int64)
+                forbid_returns(windows, batch.terminal, self._noop_mask >> 2, masks)
             masks[batch.terminal] = True  # as the env path's: a terminal state has no actions to mask
         return Transitions(
             obs=obs, rewards=batch.rewards, terminal=batch.terminal, masks=masks,

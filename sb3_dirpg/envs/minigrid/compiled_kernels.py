@@ -50,6 +50,7 @@ from sb3_dirpg.envs.minigrid.compiled_constants import (  # noqa: F401 (re-expor
     WALL,
 )
 from sb3_dirpg.envs.minigrid.compiled_grid_bound import UNREACHABLE, grid_bound, steps_to_success
+from sb3_dirpg.envs.minigrid.move_window import push_move
 
 MAX_VIEW = 62  # the widest view whose rows fit the bits of an int64
 GENERATION_SHIFT = 32  # a snapshot is (generation << 32) | row
@@ -59,7 +60,8 @@ class Store(NamedTuple):
     """Every state reached since the last reset, one row each; a state shares its parent's grid row unless its step
     changed a cell. ``S`` and ``G`` are the capacities.
 
-    :param agent: x, y, direction and step count, int32, shape (S, 4)
+    :param agent: x, y, direction, step count and the recent moves (packed by
+        :func:`~sb3_dirpg.envs.minigrid.move_window.push_move`), int32, shape (S, 5)
     :param carry: the carried object's encoding (type 0: nothing; a box's state as in ``grids``), uint8, shape (S, 3)
     :param grid_of: the state's row in ``grids``, int32, shape (S,)
     :param grids: grids as MiniGrid encodes them, cell (x, y) at ``[y, x]``, uint8, shape (G, H, W, 3); a box's
@@ -372,6 +374,7 @@ def step_states(batch: Batch, store: Store, rules: Rules, episodes: Episodes, bo
         s = ids[r] & mask
         e = rows_episode[r]
         x, y, direction, steps = agent[s, 0], agent[s, 1], agent[s, 2], agent[s, 3] + 1
+        x0, y0 = x, y
         g = grid_of[s]
         new_carry[:] = carry[s]
         was_carrying = new_carry[0] != 0
@@ -417,7 +420,8 @@ def step_states(batch: Batch, store: Store, rules: Rules, episodes: Episodes, bo
         elif action == TOGGLE and inside and kind == BOX:  # replaced by its contents
             box_opened = True
         carrying = new_carry[0] != 0
-        if carrying != was_carrying or new_state != state or box_opened:  # the front cell changes: a grid of its own
+        changed = carrying != was_carrying or new_state != state or box_opened
+        if changed:  # the front cell changes: a grid of its own
             grids[n_grids] = grids[g]
             if box_opened:
                 grids[n_grids, fy, fx] = box_contents[e, state]
@@ -457,6 +461,7 @@ def step_states(batch: Batch, store: Store, rules: Rules, episodes: Episodes, bo
             continue
         terminal[r] = False
         agent[n_states, 0], agent[n_states, 1], agent[n_states, 2], agent[n_states, 3] = x, y, direction, steps
+        agent[n_states, 4] = push_move(agent[s, 4], action, x != x0 or y != y0, changed)
         carry[n_states] = new_carry
         grid_of[n_states] = g
         to_success[n_states] = first

@@ -18,6 +18,7 @@ from numba import njit
 from sb3_dirpg.envs.minigrid.action_mask import fill_noop_action_masks, forbid_undo
 from sb3_dirpg.envs.minigrid.cnn_kernels import cnn_logits
 from sb3_dirpg.envs.minigrid.compiled_kernels import GENERATION_SHIFT, step_states
+from sb3_dirpg.envs.minigrid.move_window import forbid_returns
 from sb3_dirpg.search import fused
 from sb3_dirpg.search.fused import ObsTable
 from sb3_dirpg.search.state import Popped
@@ -38,7 +39,8 @@ class LoopSimulator(NamedTuple):
     :param missions: each episode's mission vector as bytes (``MissionObs``), uint8, shape (episodes, mission width);
         width 0 without one
     :param noop_mask: -1 when every action is legal; else the chain's :class:`~sb3_dirpg.envs.minigrid.MiniGridNoOpMask`
-        masks the no-ops, with its ``compiled_flags``: bit 0 keeps ``done``, bit 1 masks the undo of the last step
+        masks the no-ops, with its ``compiled_flags``: bit 0 keeps ``done``, bit 1 masks the undo of the last step, bits
+        2-5 the moves that return within that many moves
     """
 
     store: Any
@@ -123,6 +125,11 @@ def search_iterations(
             fill_noop_action_masks(images[:, view // 2, view - 2], images[:, view // 2, view - 1], (noop_mask & 1) == 1, masks)
             if noop_mask & 2:
                 forbid_undo(split[0], terminal, masks)
+            if noop_mask >> 2:
+                windows = np.empty(k, np.int64)
+                for r in range(k):
+                    windows[r] = 0 if reached[r] < 0 else store[0][reached[r], 4]
+                forbid_returns(windows, terminal, noop_mask >> 2, masks)
             for r in range(k):
                 if terminal[r]:
                     masks[r, :] = True  # as the env path's

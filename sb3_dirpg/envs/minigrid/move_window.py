@@ -1,0 +1,78 @@
+"""The agent's recent moves, packed in one int per state, and the rule that masks the moves returning to where the
+agent stood among them (``MiniGridNoOpMask(return_window=...)``). The env path and the compiled simulator (its step
+kernel keeps the packed moves in its state store) call the same functions."""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+#: the most recent moves a packed move window holds (:func:`push_move`), the largest ``return_window``
+MAX_RETURN_WINDOW = 8
+_FORWARD = 2
+#: MiniGrid's direction vectors (0 right, 1 down, 2 left, 3 up; a right turn adds 1)
+_DIR_X, _DIR_Y = np.array([1, 0, -1, 0], dtype=np.int64), np.array([0, 1, 0, -1], dtype=np.int64)
+
+
+@njit(cache=True)
+def push_move(window: int, action: int, moved: bool, changed: bool) -> int:
+    """The agent's recent moves after one more step, packed in an int: the count (at most :data:`MAX_RETURN_WINDOW`) in
+    bits 0-3, then two bits a move, the newest first (0 left, 1 right, 2 forward: MiniGrid's action numbers).
+
+    :param window: the packed moves before the step (0: none)
+    :param action: the step's MiniGrid action
+    :param moved: whether a ``forward`` moved the agent
+    :param changed: whether the step changed the grid or what the agent carries (a pickup, drop or toggle that did
+        something); the window starts again empty
+    :return: the packed moves after the step (a step that changed nothing leaves them as they were)
+    """
+    if changed:
+        return 0
+    if action == 0 or action == 1 or (action == _FORWARD and moved):
+        count = min((window & 15) + 1, MAX_RETURN_WINDOW)
+        moves = (((window >> 4) << 2) | action) & ((1 << (2 * MAX_RETURN_WINDOW)) - 1)
+        return (moves << 4) | count
+    return window
+
+
+@njit(cache=True)
+def forbid_returns(windows: np.ndarray, terminal: np.ndarray, length: int, masks: np.ndarray) -> None:
+    """Mask the moves (left, right, forward) that would bring the agent back to a cell and direction it had within its
+    last ``length`` moves, with nothing picked up, dropped or toggled since: the full state would repeat (a period-4 spin,
+    pacing back and forth). A shortest way never repeats a state, so it stays legal. With the no-op masks a legal
+    ``forward`` always moves, so the agent's own moves tell where it was. Where the rule would leave no legal action it
+    masks nothing.
+
+    :param windows: the packed recent moves of each state (:func:`push_move`), int64, shape (n,)
+    :param terminal: whether each state ended its trajectory (no mask to change there), bool, shape (n,)
+    :param length: the moves to look back on, 1 to :data:`MAX_RETURN_WINDOW`
+    :param masks: in/out: the legal actions, bool, shape (n, 7)
+    """
+    for r in range(windows.shape[0]):
+        count = min(windows[r] & 15, length)
+        if terminal[r] or count == 0:
+            continue
+        moves = windows[r] >> 4
+        x, y, d = 0, 0, 0  # the agent's pose before each move, relative to its pose now (direction 0)
+        back = np.zeros(3, dtype=np.bool_)  # left, right, forward: the move returns
+        for i in range(count):
+            move = (moves >> (2 * i)) & 3
+            if move == 0:
+                d = (d + 1) % 4
+            elif move == 1:
+                d = (d + 3) % 4
+            else:
+                x, y = x - _DIR_X[d], y - _DIR_Y[d]
+            if x == 0 and y == 0 and d == 3:
+                back[0] = True
+            elif x == 0 and y == 0 and d == 1:
+                back[1] = True
+            elif x == _DIR_X[0] and y == _DIR_Y[0] and d == 0:
+                back[2] = True
+        left = False
+        for a in range(masks.shape[1]):
+            left = left or (masks[r, a] and not (a < 3 and back[a]))
+        if left:
+            for a in range(3):
+                if back[a]:
+                    masks[r, a] = False
