@@ -105,11 +105,12 @@ def test_no_undo_masks_the_action_that_would_undo_the_last_step(env_id: str) -> 
 def test_return_window_masks_exactly_the_moves_that_repeat_a_recent_state(env_id: str) -> None:
     """With ``return_window`` W, after each step of random walks a move is masked exactly when stepping it gives back a
     full state (cell, direction, load, grid) that the agent had before one of its last W moves since its last pickup,
-    drop or toggle; where that would mask every action, nothing more is masked. The walks must meet the rule often."""
-    window = 4
+    drop or toggle; where that would mask every action, nothing more is masked. The walks must meet the rule often,
+    a move forward included."""
+    window = 8  # a move forward can return only after 5 moves or more
     env, plain = MiniGridNoOpMask(gym.make(env_id), return_window=window), MiniGridNoOpMask(gym.make(env_id))
     rng = np.random.default_rng(2)
-    returned, kept = 0, 0
+    returned, kept, forward = 0, 0, 0
     for seed in range(6):
         env.reset(seed=seed)
         plain.reset(seed=seed)
@@ -126,13 +127,14 @@ def test_return_window_masks_exactly_the_moves_that_repeat_a_recent_state(env_id
             np.testing.assert_array_equal(masks, expected)
             returned += int(back.any() and (free & ~back).any())
             kept += int(back.any() and not (free & ~back).any())
+            forward += int(back[2] and (free & ~back).any())
             action = int(rng.choice(np.flatnonzero(masks)))
             _, _, terminated, truncated, _ = env.step(action)
             plain.step(action)
             if terminated or truncated:
                 break
             trail = trail + [_state(env)] if action < 3 else [_state(env)]
-    assert returned > 20, f"random play on {env_id} met the rule {returned} times"
+    assert returned > 20 and forward > 0, f"random play on {env_id} met the rule {returned} times, {forward} forward"
 
 
 def test_noop_mask_refuses_what_it_cannot_mask() -> None:
