@@ -320,7 +320,7 @@ def test_compiled_noop_masks_are_the_envs(env_id: str) -> None:
     seen = _play_both(env_id, env_kwargs, 1.0, False, seed=0, iterations=80, noop_mask={})
     seen |= _play_both(env_id, {}, 0.99, False, seed=1, iterations=40, bound_class=MiniGridProgressBound,
                        noop_mask={"no_undo": True})  # fmt: skip
-    seen |= _play_both(env_id, {}, 1.0, False, seed=2, iterations=40, noop_mask={"return_window": 8})
+    seen |= _play_both(env_id, {}, 1.0, False, seed=2, iterations=40, noop_mask={"return_window": 24})
     assert events <= seen, f"random play on {env_id} never showed {events - seen}: the comparison missed those rules"
 
 
@@ -330,7 +330,7 @@ def test_the_compiled_loop_learns_the_same_parameters_with_noop_masks() -> None:
     recent moves, and the masks kept the search off the no-ops."""
 
     def make() -> gym.Env:
-        return _progress_chain("MiniGrid-KeyCorridorS3R3-v0", noop_mask={"no_undo": True, "return_window": 8})
+        return _progress_chain("MiniGrid-KeyCorridorS3R3-v0", noop_mask={"no_undo": True, "return_window": 24})
 
     policy_kwargs = dict(features_extractor_class=MiniGridCNN, net_arch=[], normalize_images=False)
     models = {

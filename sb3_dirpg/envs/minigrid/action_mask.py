@@ -174,6 +174,6 @@ class MiniGridNoOpMask(gym.Wrapper, gym.utils.RecordConstructorArgs):
 
     @property
     def compiled_flags(self) -> int:
-        """:return: the masks for the compiled simulator: bit 0 ``keep_done``, bit 1 ``no_undo``, bits 2-5
-        ``return_window``"""
+        """:return: the masks for the compiled simulator: bit 0 ``keep_done``, bit 1 ``no_undo``, the bits from 2
+        on ``return_window``"""
         return int(self.keep_done) | int(self.no_undo) << 1 | self.return_window << 2

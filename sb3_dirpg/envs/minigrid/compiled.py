@@ -203,7 +203,7 @@ class CompiledMiniGridSimulator(VecSimulator):
         self._episodes: kernels.Episodes | None = None  # set by each reset whose batch runs on the arrays
         self._compiled_batch = False  # whether the current batch runs on the arrays (False: on the envs)
         self._store = kernels.Store(
-            np.zeros((1024, 5), dtype=np.int32), np.zeros((1024, 3), dtype=np.uint8), np.zeros(1024, dtype=np.int32),
+            np.zeros((1024, 5), dtype=np.int64), np.zeros((1024, 3), dtype=np.uint8), np.zeros(1024, dtype=np.int32),
             np.zeros((64, height, width, 3), dtype=np.uint8), np.zeros(2, dtype=np.int64), np.zeros(1024, dtype=np.int64),
         )  # fmt: skip
 

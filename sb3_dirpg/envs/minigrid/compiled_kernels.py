@@ -61,7 +61,7 @@ class Store(NamedTuple):
     changed a cell. ``S`` and ``G`` are the capacities.
 
     :param agent: x, y, direction, step count and the recent moves (packed by
-        :func:`~sb3_dirpg.envs.minigrid.move_window.push_move`), int32, shape (S, 5)
+        :func:`~sb3_dirpg.envs.minigrid.move_window.push_move`), int64, shape (S, 5)
     :param carry: the carried object's encoding (type 0: nothing; a box's state as in ``grids``), uint8, shape (S, 3)
     :param grid_of: the state's row in ``grids``, int32, shape (S,)
     :param grids: grids as MiniGrid encodes them, cell (x, y) at ``[y, x]``, uint8, shape (G, H, W, 3); a box's

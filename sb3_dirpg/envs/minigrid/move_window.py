@@ -8,7 +8,9 @@ import numpy as np
 from numba import njit
 
 #: the most recent moves a packed move window holds (:func:`push_move`), the largest ``return_window``
-MAX_RETURN_WINDOW = 8
+MAX_RETURN_WINDOW = 24
+_COUNT_BITS = 5  # the count's bits, below the moves
+_COUNT = (1 << _COUNT_BITS) - 1
 _FORWARD = 2
 #: MiniGrid's direction vectors (0 right, 1 down, 2 left, 3 up; a right turn adds 1)
 _DIR_X, _DIR_Y = np.array([1, 0, -1, 0], dtype=np.int64), np.array([0, 1, 0, -1], dtype=np.int64)
@@ -16,8 +18,8 @@ _DIR_X, _DIR_Y = np.array([1, 0, -1, 0], dtype=np.int64), np.array([0, 1, 0, -1]
 
 @njit(cache=True)
 def push_move(window: int, action: int, moved: bool, changed: bool) -> int:
-    """The agent's recent moves after one more step, packed in an int: the count (at most :data:`MAX_RETURN_WINDOW`) in
-    bits 0-3, then two bits a move, the newest first (0 left, 1 right, 2 forward: MiniGrid's action numbers).
+    """The agent's recent moves after one more step, packed in an int64: the count (at most :data:`MAX_RETURN_WINDOW`)
+    in bits 0-4, then two bits a move, the newest first (0 left, 1 right, 2 forward: MiniGrid's action numbers).
 
     :param window: the packed moves before the step (0: none)
     :param action: the step's MiniGrid action
@@ -29,9 +31,9 @@ def push_move(window: int, action: int, moved: bool, changed: bool) -> int:
     if changed:
         return 0
     if action == 0 or action == 1 or (action == _FORWARD and moved):
-        count = min((window & 15) + 1, MAX_RETURN_WINDOW)
-        moves = (((window >> 4) << 2) | action) & ((1 << (2 * MAX_RETURN_WINDOW)) - 1)
-        return (moves << 4) | count
+        count = min((window & _COUNT) + 1, MAX_RETURN_WINDOW)
+        moves = (((window >> _COUNT_BITS) << 2) | action) & ((1 << (2 * MAX_RETURN_WINDOW)) - 1)
+        return (moves << _COUNT_BITS) | count
     return window
 
 
@@ -49,10 +51,10 @@ def forbid_returns(windows: np.ndarray, terminal: np.ndarray, length: int, masks
     :param masks: in/out: the legal actions, bool, shape (n, 7)
     """
     for r in range(windows.shape[0]):
-        count = min(windows[r] & 15, length)
+        count = min(windows[r] & _COUNT, length)
         if terminal[r] or count == 0:
             continue
-        moves = windows[r] >> 4
+        moves = windows[r] >> _COUNT_BITS
         x, y, d = 0, 0, 0  # the agent's pose before each move, relative to its pose now (direction 0)
         back = np.zeros(3, dtype=np.bool_)  # left, right, forward: the move returns
         for i in range(count):
