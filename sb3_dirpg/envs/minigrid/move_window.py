@@ -50,13 +50,14 @@ def forbid_returns(windows: np.ndarray, terminal: np.ndarray, length: int, masks
     :param length: the moves to look back on, 1 to :data:`MAX_RETURN_WINDOW`
     :param masks: in/out: the legal actions, bool, shape (n, 7)
     """
+    back = np.zeros(3, dtype=np.bool_)  # left, right, forward: the move returns
     for r in range(windows.shape[0]):
         count = min(windows[r] & _COUNT, length)
         if terminal[r] or count == 0:
             continue
         moves = windows[r] >> _COUNT_BITS
         x, y, d = 0, 0, 0  # the agent's pose before each move, relative to its pose now (direction 0)
-        back = np.zeros(3, dtype=np.bool_)  # left, right, forward: the move returns
+        back[:] = False
         for i in range(count):
             move = (moves >> (2 * i)) & 3
             if move == 0:
