@@ -102,7 +102,8 @@ def test_no_undo_masks_the_action_that_would_undo_the_last_step(env_id: str) -> 
 
 
 @pytest.mark.parametrize(
-    "env_id, window", [("MiniGrid-KeyCorridorS3R3-v0", 8), ("MiniGrid-ObstructedMaze-2Dlh-v0", 8), ("MiniGrid-KeyCorridorS3R3-v0", 24)]
+    "env_id, window",
+    [("MiniGrid-KeyCorridorS3R3-v0", 8), ("MiniGrid-ObstructedMaze-2Dlh-v0", 8), ("MiniGrid-KeyCorridorS3R3-v0", 24)],
 )
 def test_return_window_masks_exactly_the_moves_that_repeat_a_recent_state(env_id: str, window: int) -> None:
     """With ``return_window`` W, after each step of random walks a move is masked exactly when stepping it gives back a
