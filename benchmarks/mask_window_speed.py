@@ -12,13 +12,13 @@ import argparse
 import copy
 import platform
 import statistics
-import time
 from pathlib import Path
 from typing import Any
 
 import torch as th
 
 from benchmarks.common import RESULTS
+from benchmarks.shipped_speed import rate
 from sb3_dirpg import DirPG
 from sb3_dirpg.experiments.common import write_json
 from sb3_dirpg.experiments.held_out import build_env
@@ -42,15 +42,6 @@ def windowed_model(window: int, seed: int = 0) -> DirPG:
     layers[0][MASK]["return_window"] = window
     env = build_env(ENV_ID, dict(settings.get("env_kwargs") or {}), wrappers)
     return DirPG(settings["policy"], env, seed=seed, device="cpu", **algorithm_kwargs(settings))
-
-
-def rate(model: DirPG, interactions: int) -> float:
-    """:param model: a model
-    :param interactions: at least this many more interactions are made
-    :return: interactions per second of ``learn``"""
-    before, start = model.num_timesteps, time.perf_counter()
-    model.learn(interactions, reset_num_timesteps=False)
-    return (model.num_timesteps - before) / (time.perf_counter() - start)
 
 
 def measure(rounds: int, interactions: int) -> dict[str, Any]:
