@@ -430,7 +430,7 @@ class CompiledMiniGridSimulator(VecSimulator):
             if self._noop_mask & 2:
                 forbid_undo(batch.actions, batch.terminal, masks)
             if self._noop_mask >> 2:
-                windows = self._store.agent[np.maximum(batch.reached, 0), 4].astype(np.int64)
+                windows = self._store.agent[np.maximum(batch.reached, 0), 4]
                 forbid_returns(windows, batch.terminal, self._noop_mask >> 2, masks)
             masks[batch.terminal] = True  # as the env path's: a terminal state has no actions to mask
         return Transitions(
