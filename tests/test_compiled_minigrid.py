@@ -315,22 +315,24 @@ def _learn_alike(models: dict[str, Any], interactions: int) -> None:
 def test_compiled_noop_masks_are_the_envs(env_id: str) -> None:
     """With MiniGridNoOpMask in the chain, the compiled simulator's masks (read off its observations and the actions it
     steps) equal the env's (read off its state and its last step), bit for bit, with every other output; with and
-    without ``no_undo``, and with ``return_window``."""
+    without ``no_undo``, and with ``return_window`` or ``no_revisit``."""
     env_kwargs, events = FAMILIES[env_id]
     seen = _play_both(env_id, env_kwargs, 1.0, False, seed=0, iterations=80, noop_mask={})
     seen |= _play_both(env_id, {}, 0.99, False, seed=1, iterations=40, bound_class=MiniGridProgressBound,
                        noop_mask={"no_undo": True})  # fmt: skip
     seen |= _play_both(env_id, {}, 1.0, False, seed=2, iterations=40, noop_mask={"return_window": 24})
+    seen |= _play_both(env_id, {}, 1.0, False, seed=3, iterations=40, noop_mask={"no_undo": True, "no_revisit": True})
     assert events <= seen, f"random play on {env_id} never showed {events - seen}: the comparison missed those rules"
 
 
-def test_the_compiled_loop_learns_the_same_parameters_with_noop_masks() -> None:
-    """KeyCorridorS3R3 with MiniGridNoOpMask (``no_undo`` and ``return_window`` too): the same seed learns bit-identical
-    parameters on the env and in the compiled search loop, whose masks come from its own observations, actions and
-    recent moves, and the masks kept the search off the no-ops."""
+@pytest.mark.parametrize("returns", [{"return_window": 24}, {"no_revisit": True}])
+def test_the_compiled_loop_learns_the_same_parameters_with_noop_masks(returns: dict[str, Any]) -> None:
+    """KeyCorridorS3R3 with MiniGridNoOpMask (``no_undo`` and ``return_window`` or ``no_revisit`` too): the same seed
+    learns bit-identical parameters on the env and in the compiled search loop, whose masks come from its own
+    observations, actions and recent moves, and the masks kept the search off the no-ops."""
 
     def make() -> gym.Env:
-        return _progress_chain("MiniGrid-KeyCorridorS3R3-v0", noop_mask={"no_undo": True, "return_window": 24})
+        return _progress_chain("MiniGrid-KeyCorridorS3R3-v0", noop_mask={"no_undo": True, **returns})
 
     policy_kwargs = dict(features_extractor_class=MiniGridCNN, net_arch=[], normalize_images=False)
     models = {

@@ -103,15 +103,19 @@ def test_no_undo_masks_the_action_that_would_undo_the_last_step(env_id: str) -> 
 
 @pytest.mark.parametrize(
     "env_id, window",
-    [("MiniGrid-KeyCorridorS3R3-v0", 8), ("MiniGrid-ObstructedMaze-2Dlh-v0", 8), ("MiniGrid-KeyCorridorS3R3-v0", 24)],
-)
-def test_return_window_masks_exactly_the_moves_that_repeat_a_recent_state(env_id: str, window: int) -> None:
+    [
+        ("MiniGrid-KeyCorridorS3R3-v0", 8), ("MiniGrid-ObstructedMaze-2Dlh-v0", 8), ("MiniGrid-KeyCorridorS3R3-v0", 24),
+        ("MiniGrid-KeyCorridorS3R3-v0", None), ("MiniGrid-ObstructedMaze-2Dlh-v0", None),
+    ],
+)  # fmt: skip
+def test_return_window_masks_exactly_the_moves_that_repeat_a_recent_state(env_id: str, window: int | None) -> None:
     """With ``return_window`` W, after each step of random walks a move is masked exactly when stepping it gives back a
     full state (cell, direction, load, grid) that the agent had before one of its last W moves since its last pickup,
-    drop or toggle; where that would mask every action, nothing more is masked. The walks must meet the rule often,
-    a move forward included."""
+    drop or toggle (``no_revisit``, W None: before any of its moves since then); where that would mask every action,
+    nothing more is masked. The walks must meet the rule often, a move forward included."""
     # a move forward can return only after 5 moves or more; a window of 24 fills only on walks of 24 moves with no change
-    env, plain = MiniGridNoOpMask(gym.make(env_id), return_window=window), MiniGridNoOpMask(gym.make(env_id))
+    rule = {"no_revisit": True} if window is None else {"return_window": window}
+    env, plain = MiniGridNoOpMask(gym.make(env_id), **rule), MiniGridNoOpMask(gym.make(env_id))
     rng = np.random.default_rng(2)
     returned, kept, forward = 0, 0, 0
     for seed in range(6):
@@ -120,7 +124,7 @@ def test_return_window_masks_exactly_the_moves_that_repeat_a_recent_state(env_id
         trail = [_state(env)]  # the states since the last change of the grid or the load, one per move
         for _ in range(80):
             masks, free = env.action_masks(), plain.action_masks()
-            recent = trail[-1 - window : -1]
+            recent = trail[:-1] if window is None else trail[-1 - window : -1]
             back = np.zeros(7, dtype=bool)
             for move in np.flatnonzero(free[:3]):
                 trial = copy.deepcopy(plain)
@@ -150,6 +154,10 @@ def test_noop_mask_refuses_what_it_cannot_mask() -> None:
     for window in (25, -1, 2.0, True):
         with pytest.raises(ValueError, match="return_window must be an int from 0 to 24"):
             MiniGridNoOpMask(gym.make("MiniGrid-Empty-5x5-v0"), return_window=window)
+    with pytest.raises(ValueError, match="no_revisit must be a bool"):
+        MiniGridNoOpMask(gym.make("MiniGrid-Empty-5x5-v0"), no_revisit="yes")
+    with pytest.raises(ValueError, match="return_window=8 adds nothing"):
+        MiniGridNoOpMask(gym.make("MiniGrid-Empty-5x5-v0"), no_revisit=True, return_window=8)
 
 
 def test_dirpg_trains_and_evaluates_among_the_legal_actions_only() -> None:

@@ -16,7 +16,14 @@ from minigrid.core.constants import OBJECT_TO_IDX, STATE_TO_IDX
 from numba import njit
 
 from sb3_dirpg.envs.minigrid.fast_obs import front_cell
-from sb3_dirpg.envs.minigrid.move_window import MAX_RETURN_WINDOW, forbid_returns, push_move
+from sb3_dirpg.envs.minigrid.move_window import (
+    MAX_RETURN_WINDOW,
+    forbid_returns,
+    forbid_revisits,
+    mark_visit,
+    push_move,
+    visit_words,
+)
 
 #: MiniGrid's actions, in order
 N_MINIGRID_ACTIONS = 7
@@ -25,6 +32,9 @@ _EMPTY, _FLOOR, _GOAL, _LAVA = (OBJECT_TO_IDX[name] for name in ("empty", "floor
 _DOOR, _KEY, _BALL, _BOX = (OBJECT_TO_IDX[name] for name in ("door", "key", "ball", "box"))
 _OPEN, _LOCKED = STATE_TO_IDX["open"], STATE_TO_IDX["locked"]
 _EMPTY_CELL = np.array([_EMPTY, 0, 0], dtype=np.uint8)
+#: :attr:`MiniGridNoOpMask.compiled_flags`' bit for ``no_revisit``, above ``return_window``'s five
+NO_REVISIT_FLAG = 1 << 7
+_WINDOW_BITS = 31
 #: the action that undoes each action right after it (left, right; pickup, drop; toggle a door), -1 for none
 UNDO = np.array([1, 0, -1, _DROP, _PICKUP, _TOGGLE, -1], dtype=np.int64)
 
@@ -97,13 +107,14 @@ class MiniGridNoOpMask(gym.Wrapper, gym.utils.RecordConstructorArgs):
     a pickup with nothing in front, a drop with nothing in hand, toggling a wall or a locked door without its key,
     ``done``), as :func:`fill_noop_action_masks` says; with ``no_undo``, also the action that would undo the last one
     (:func:`forbid_undo`); with ``return_window``, also the moves that would bring the agent back to where it stood
-    within its last moves (:func:`forbid_returns`).
+    within its last moves (:func:`forbid_returns`); with ``no_revisit``, to where it stood at any time since its last
+    pickup, drop or toggle (:func:`forbid_revisits`).
 
     The no-op masks are a function of the agent's own observation (the cell it faces and what it carries are in its
     view), so a policy that applies them is still a policy of the observation; with ``no_undo`` it is a policy of the
-    observation and the agent's last action, with ``return_window`` of its last moves. A memoryless greedy policy whose
-    most likely action does nothing, undoes the last one or closes a short loop (turning four times, pacing) repeats it
-    for ever; with the masks it cannot. DirPG's search and evaluation apply the masks; the
+    observation and the agent's last action, with ``return_window`` or ``no_revisit`` of its moves. A memoryless greedy
+    policy whose most likely action does nothing, undoes the last one or closes a loop (turning four times, pacing,
+    patrolling a corridor) repeats it for ever; with the masks it cannot. DirPG's search and evaluation apply the masks; the
     compiled simulator computes the same masks from its observations and the actions it steps.
 
     The rule is that of ``MiniGridEnv.step``, which KeyCorridor, ObstructedMaze, DoorKey and the other envs of the
@@ -115,17 +126,23 @@ class MiniGridNoOpMask(gym.Wrapper, gym.utils.RecordConstructorArgs):
     :param no_undo: also mask the action that would undo the last step
     :param return_window: also mask the moves that would return the agent to a cell and direction it had within its last
         ``return_window`` moves (at most :data:`MAX_RETURN_WINDOW`; 0: off)
+    :param no_revisit: also mask the moves that would return the agent to a cell and direction it had at any time since
+        its last pickup, drop or toggle that changed something (a window with no bound; pass ``return_window`` 0)
     """
 
-    def __init__(self, env: gym.Env, keep_done: bool = False, no_undo: bool = False, return_window: int = 0) -> None:
-        gym.utils.RecordConstructorArgs.__init__(self, keep_done=keep_done, no_undo=no_undo, return_window=return_window)
+    def __init__(
+        self, env: gym.Env, keep_done: bool = False, no_undo: bool = False, return_window: int = 0, no_revisit: bool = False
+    ) -> None:
+        gym.utils.RecordConstructorArgs.__init__(
+            self, keep_done=keep_done, no_undo=no_undo, return_window=return_window, no_revisit=no_revisit
+        )
         gym.Wrapper.__init__(self, env)
         base = env.unwrapped
         if not hasattr(base, "grid") or not hasattr(base, "carrying"):
             raise ValueError(f"MiniGridNoOpMask needs a MiniGrid env, got {base!r}")
         if not isinstance(env.action_space, gym.spaces.Discrete) or env.action_space.n != N_MINIGRID_ACTIONS:
             raise ValueError(f"MiniGridNoOpMask needs MiniGrid's {N_MINIGRID_ACTIONS} actions, got {env.action_space}")
-        for name, value in (("keep_done", keep_done), ("no_undo", no_undo)):
+        for name, value in (("keep_done", keep_done), ("no_undo", no_undo), ("no_revisit", no_revisit)):
             if not isinstance(value, (bool, np.bool_)):
                 raise ValueError(f"MiniGridNoOpMask: {name} must be a bool, got {value!r}")
         if isinstance(return_window, (bool, np.bool_)) or not isinstance(return_window, (int, np.integer)) or not (
@@ -134,33 +151,53 @@ class MiniGridNoOpMask(gym.Wrapper, gym.utils.RecordConstructorArgs):
             raise ValueError(
                 f"MiniGridNoOpMask: return_window must be an int from 0 to {MAX_RETURN_WINDOW}, got {return_window!r}"
             )
+        if no_revisit and return_window:
+            raise ValueError(
+                f"MiniGridNoOpMask: no_revisit masks every return, so return_window={return_window} adds nothing: pass 0"
+            )
         self.keep_done, self.no_undo, self.return_window = bool(keep_done), bool(no_undo), int(return_window)
+        self.no_revisit = bool(no_revisit)
         self._base = base
-        # episode state (snapshots keep it): the action that would undo the last step (-1 for none), the recent moves
+        # episode state (snapshots keep it): the action that would undo the last step (-1 for none), the recent moves,
+        # the poses held since the last change (a bit set in a Python int, which snapshots share)
         self._undo = -1
         self._window = 0
+        self._visited = 0
 
     def reset(self, **kwargs: Any) -> tuple[Any, dict[str, Any]]:
         """:param kwargs: ``reset``'s arguments
         :return: the first observation and info"""
-        self._undo, self._window = -1, 0
+        self._undo, self._window, self._visited = -1, 0, 0
         return self.env.reset(**kwargs)
 
     def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
         """:param action: a MiniGrid action
         :return: the env's step"""
         base = self._base
-        position, carried, front = tuple(base.agent_pos), encoded_cell(base.carrying), encoded_cell(front_cell(base))
+        position, direction = tuple(int(v) for v in base.agent_pos), int(base.agent_dir)
+        carried, front = encoded_cell(base.carrying), encoded_cell(front_cell(base))
         result = self.env.step(action)
         action = int(action)
         self._undo = int(UNDO[action]) if self.no_undo else -1
-        if self.return_window:
+        if self.return_window or self.no_revisit:
             moved = tuple(base.agent_pos) != position
             changed = action in (_PICKUP, _DROP, _TOGGLE) and not (
                 np.array_equal(encoded_cell(base.carrying), carried) and np.array_equal(encoded_cell(front_cell(base)), front)
             )
-            self._window = push_move(self._window, action, moved, changed)
+            if self.return_window:
+                self._window = push_move(self._window, action, moved, changed)
+            else:
+                visited = self._visited_words()
+                pose = np.array([*position, direction], dtype=np.int64)
+                mark_visit(visited, 0, 0, pose, base.width, moved or int(base.agent_dir) != direction, changed)
+                self._visited = int.from_bytes(visited.tobytes(), "little")
         return result
+
+    def _visited_words(self) -> np.ndarray:
+        """:return: the poses held since the last change, as :func:`mark_visit` keeps them, uint64, shape (1, words)"""
+        base = self._base
+        words = visit_words(base.width, base.height)
+        return np.frombuffer(self._visited.to_bytes(8 * words, "little"), dtype=np.uint64).reshape(1, words).copy()
 
     def action_masks(self) -> np.ndarray:
         """:return: the legal actions of the current state, bool, shape (7,)"""
@@ -170,10 +207,20 @@ class MiniGridNoOpMask(gym.Wrapper, gym.utils.RecordConstructorArgs):
             masks[self._undo] = False
         if self.return_window:
             forbid_returns(np.array([self._window]), np.zeros(1, dtype=np.bool_), self.return_window, masks[None])
+        if self.no_revisit:
+            pose = np.array([[*base.agent_pos, base.agent_dir]], dtype=np.int64)
+            forbid_revisits(self._visited_words(), pose, np.zeros(1, dtype=np.int64), base.width, masks[None])
         return masks
 
     @property
     def compiled_flags(self) -> int:
-        """:return: the masks for the compiled simulator: bit 0 ``keep_done``, bit 1 ``no_undo``, the bits from 2
-        on ``return_window``"""
-        return int(self.keep_done) | int(self.no_undo) << 1 | self.return_window << 2
+        """:return: the masks for the compiled simulator: bit 0 ``keep_done``, bit 1 ``no_undo``, bits 2-6
+        ``return_window`` (:func:`return_window_of`), :data:`NO_REVISIT_FLAG` ``no_revisit``"""
+        return int(self.keep_done) | int(self.no_undo) << 1 | self.return_window << 2 | NO_REVISIT_FLAG * self.no_revisit
+
+
+@njit(cache=True)
+def return_window_of(flags: int) -> int:
+    """:param flags: a :attr:`MiniGridNoOpMask.compiled_flags`
+    :return: its ``return_window``"""
+    return (flags >> 2) & _WINDOW_BITS

@@ -15,10 +15,10 @@ from typing import Any, NamedTuple
 import numpy as np
 from numba import njit
 
-from sb3_dirpg.envs.minigrid.action_mask import fill_noop_action_masks, forbid_undo
+from sb3_dirpg.envs.minigrid.action_mask import NO_REVISIT_FLAG, fill_noop_action_masks, forbid_undo, return_window_of
 from sb3_dirpg.envs.minigrid.cnn_kernels import cnn_logits
 from sb3_dirpg.envs.minigrid.compiled_kernels import GENERATION_SHIFT, step_states
-from sb3_dirpg.envs.minigrid.move_window import forbid_returns
+from sb3_dirpg.envs.minigrid.move_window import forbid_returns, forbid_revisits
 from sb3_dirpg.search import fused
 from sb3_dirpg.search.fused import ObsTable
 from sb3_dirpg.search.state import Popped
@@ -40,7 +40,7 @@ class LoopSimulator(NamedTuple):
         width 0 without one
     :param noop_mask: -1 when every action is legal; else the chain's :class:`~sb3_dirpg.envs.minigrid.MiniGridNoOpMask`
         masks the no-ops, with its ``compiled_flags``: bit 0 keeps ``done``, bit 1 masks the undo of the last step, bits
-        2-5 the moves that return within that many moves
+        2-6 the moves that return within that many moves, bit 7 every move that returns since the last change
     """
 
     store: Any
@@ -125,11 +125,13 @@ def search_iterations(
             fill_noop_action_masks(images[:, view // 2, view - 2], images[:, view // 2, view - 1], (noop_mask & 1) == 1, masks)
             if noop_mask & 2:
                 forbid_undo(split[0], terminal, masks)
-            if noop_mask >> 2:
+            if return_window_of(noop_mask):
                 windows = np.empty(k, np.int64)
                 for r in range(k):
                     windows[r] = 0 if reached[r] < 0 else store[0][reached[r], 4]
-                forbid_returns(windows, terminal, noop_mask >> 2, masks)
+                forbid_returns(windows, terminal, return_window_of(noop_mask), masks)
+            if noop_mask & NO_REVISIT_FLAG:
+                forbid_revisits(store[6], store[0], reached, rules[0], masks)
             for r in range(k):
                 if terminal[r]:
                     masks[r, :] = True  # as the env path's
