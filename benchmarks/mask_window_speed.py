@@ -1,9 +1,10 @@
 """``python -m benchmarks.mask_window_speed``: what the return rule of ``MiniGridNoOpMask`` costs in training.
 
 Every row is KeyCorridorS4R3's DirPG entry of ``zoo_hyperparams/dirpg.yml`` as it ships (the compiled simulator and
-its compiled search loop), with only the mask's ``return_window`` changed: 0 (the no-op and undo masks alone), 8 and
-24 (the entry's). The rows train side by side, interleaved over rounds, from the same untrained policy, and each is
-measured by ``learn``'s interactions per second; the ratios are each row's median rate over the window-8 row's.
+its compiled search loop), with only the mask's return rule changed: ``return_window`` 0 (the no-op and undo masks
+alone), 8 and 24, and ``no_revisit`` (every pose since the last change). The rows train side by side, interleaved over
+rounds, from the same untrained policy, and each is measured by ``learn``'s interactions per second; the ratios are each
+row's median rate over the window-8 row's.
 """
 
 from __future__ import annotations
@@ -26,20 +27,26 @@ from sb3_dirpg.experiments.minigrid_table import entry
 from sb3_dirpg.integrations.zoo import algorithm_kwargs
 
 ENV_ID = "MiniGrid-KeyCorridorS4R3-v0"
-WINDOWS = (0, 8, 24)
+#: the rows: the mask's return settings, by name
+RULES = {
+    "0": {"return_window": 0, "no_revisit": False},
+    "8": {"return_window": 8, "no_revisit": False},
+    "24": {"return_window": 24, "no_revisit": False},
+    "no_revisit": {"return_window": 0, "no_revisit": True},
+}
 MASK = "sb3_dirpg.envs.MiniGridNoOpMask"
 
 
-def windowed_model(window: int, seed: int = 0) -> DirPG:
-    """:param window: the mask's ``return_window``
+def windowed_model(rule: str, seed: int = 0) -> DirPG:
+    """:param rule: the row's name in :data:`RULES`
     :param seed: the model's seed
-    :return: a DirPG model of the S4R3 entry whose mask remembers ``window`` moves"""
+    :return: a DirPG model of the S4R3 entry whose mask has the row's return settings"""
     settings = entry(ENV_ID, "dirpg")
     wrappers = copy.deepcopy(settings["env_wrapper"])
     layers = [layer for layer in wrappers if isinstance(layer, dict) and MASK in layer]
     if len(layers) != 1:
         raise ValueError(f"{ENV_ID}'s entry has {len(layers)} {MASK} layers; this benchmark needs exactly one")
-    layers[0][MASK]["return_window"] = window
+    layers[0][MASK].update(RULES[rule])
     env = build_env(ENV_ID, dict(settings.get("env_kwargs") or {}), wrappers)
     return DirPG(settings["policy"], env, seed=seed, device="cpu", **algorithm_kwargs(settings))
 
@@ -47,19 +54,19 @@ def windowed_model(window: int, seed: int = 0) -> DirPG:
 def measure(rounds: int, interactions: int) -> dict[str, Any]:
     """:param rounds: interleaved rounds (the first, which compiles, is left out)
     :param interactions: interactions per row and round
-    :return: per window, the rates of every round, their median and the ratio to the window-8 row's median"""
+    :return: per row, the rates of every round, their median and the ratio to the window-8 row's median"""
     th.set_num_threads(1)
-    models = {window: windowed_model(window) for window in WINDOWS}
+    models = {rule: windowed_model(rule) for rule in RULES}
     for model in models.values():
         rate(model, interactions)  # warm-up: numba compiles, the first maps are searched
-    rates: dict[int, list[float]] = {window: [] for window in WINDOWS}
+    rates: dict[str, list[float]] = {rule: [] for rule in RULES}
     for _ in range(rounds):
-        for window, model in models.items():
-            rates[window].append(rate(model, interactions))
-    medians = {window: statistics.median(values) for window, values in rates.items()}
-    return {str(window): {"simulator": type(models[window].simulator).__name__, "rates": [round(r) for r in rates[window]],
-                          "median": round(medians[window]), "vs_window_8": round(medians[window] / medians[8], 3)}
-            for window in WINDOWS}  # fmt: skip
+        for rule, model in models.items():
+            rates[rule].append(rate(model, interactions))
+    medians = {rule: statistics.median(values) for rule, values in rates.items()}
+    return {rule: {"simulator": type(models[rule].simulator).__name__, "rates": [round(r) for r in rates[rule]],
+                   "median": round(medians[rule]), "vs_window_8": round(medians[rule] / medians["8"], 3)}
+            for rule in RULES}  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
@@ -72,9 +79,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     args = parser.parse_args(argv)
     result = {"machine": platform.processor() or platform.machine(), "env": ENV_ID, "rounds": args.rounds,
               "interactions": args.interactions, "windows": measure(args.rounds, args.interactions)}  # fmt: skip
-    print(f"{'return_window':>13s} {'median/s':>9s} {'vs 8':>6s}")
-    for window, row in result["windows"].items():
-        print(f"{window:>13s} {row['median']:9d} {row['vs_window_8']:6.3f}")
+    print(f"{'return rule':>13s} {'median/s':>9s} {'vs 8':>6s}")
+    for rule, row in result["windows"].items():
+        print(f"{rule:>13s} {row['median']:9d} {row['vs_window_8']:6.3f}")
     write_json(args.out, result, announce=True)
     return result
 
