@@ -111,13 +111,15 @@ def test_no_undo_masks_the_action_that_would_undo_the_last_step(env_id: str) -> 
 def test_return_window_masks_exactly_the_moves_that_repeat_a_recent_state(env_id: str, window: int | None) -> None:
     """With ``return_window`` W, after each step of random walks a move is masked exactly when stepping it gives back a
     full state (cell, direction, load, grid) that the agent had before one of its last W moves since its last pickup,
-    drop or toggle (``no_revisit``, W None: before any of its moves since then); where that would mask every action,
-    nothing more is masked. The walks must meet the rule often, a move forward included."""
+    drop or toggle; where that would mask every action, nothing more is masked. With ``no_revisit`` (W None) a move is
+    masked exactly when it gives back a state left more often, since the last change, than the least left one that a
+    legal action reaches (any action but a move reaches a new state). The walks must meet the rule often, a move forward
+    included, and ``no_revisit`` must also meet walks where every move returns."""
     # a move forward can return only after 5 moves or more; a window of 24 fills only on walks of 24 moves with no change
     rule = {"no_revisit": True} if window is None else {"return_window": window}
     env, plain = MiniGridNoOpMask(gym.make(env_id), **rule), MiniGridNoOpMask(gym.make(env_id))
     rng = np.random.default_rng(2)
-    returned, kept, forward = 0, 0, 0
+    returned, kept, forward, ranked = 0, 0, 0, 0
     for seed in range(6):
         env.reset(seed=seed)
         plain.reset(seed=seed)
@@ -125,12 +127,17 @@ def test_return_window_masks_exactly_the_moves_that_repeat_a_recent_state(env_id
         for _ in range(80):
             masks, free = env.action_masks(), plain.action_masks()
             recent = trail[:-1] if window is None else trail[-1 - window : -1]
-            back = np.zeros(7, dtype=bool)
+            left = np.zeros(7, dtype=int)  # the times each legal move's state was left
             for move in np.flatnonzero(free[:3]):
                 trial = copy.deepcopy(plain)
                 trial.step(int(move))
-                back[move] = _state(trial) in recent
-            expected = free & ~back if (free & ~back).any() else free
+                left[move] = recent.count(_state(trial))
+            back = left > 0
+            if window is None:
+                expected = free & ~(left > left[free].min())
+                ranked += int(left[free].min() > 0 and (expected != free).any())
+            else:
+                expected = free & ~back if (free & ~back).any() else free
             np.testing.assert_array_equal(masks, expected)
             returned += int(back.any() and (free & ~back).any())
             kept += int(back.any() and not (free & ~back).any())
@@ -142,6 +149,7 @@ def test_return_window_masks_exactly_the_moves_that_repeat_a_recent_state(env_id
                 break
             trail = trail + [_state(env)] if action < 3 else [_state(env)]
     assert returned > 20 and forward > 0, f"random play on {env_id} met the rule {returned} times, {forward} forward"
+    assert window is not None or ranked > 5, f"random play on {env_id} never had every move return to unequal counts"
 
 
 def test_noop_mask_refuses_what_it_cannot_mask() -> None:

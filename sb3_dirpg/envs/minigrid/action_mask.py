@@ -18,11 +18,11 @@ from numba import njit
 from sb3_dirpg.envs.minigrid.fast_obs import front_cell
 from sb3_dirpg.envs.minigrid.move_window import (
     MAX_RETURN_WINDOW,
+    count_visit,
     forbid_returns,
     forbid_revisits,
-    mark_visit,
+    pose_slots,
     push_move,
-    visit_words,
 )
 
 #: MiniGrid's actions, in order
@@ -108,7 +108,7 @@ class MiniGridNoOpMask(gym.Wrapper, gym.utils.RecordConstructorArgs):
     ``done``), as :func:`fill_noop_action_masks` says; with ``no_undo``, also the action that would undo the last one
     (:func:`forbid_undo`); with ``return_window``, also the moves that would bring the agent back to where it stood
     within its last moves (:func:`forbid_returns`); with ``no_revisit``, to where it stood at any time since its last
-    pickup, drop or toggle (:func:`forbid_revisits`).
+    pickup, drop or toggle, or where every move does, to the poses it left more often than others (:func:`forbid_revisits`).
 
     The no-op masks are a function of the agent's own observation (the cell it faces and what it carries are in its
     view), so a policy that applies them is still a policy of the observation; with ``no_undo`` it is a policy of the
@@ -127,7 +127,8 @@ class MiniGridNoOpMask(gym.Wrapper, gym.utils.RecordConstructorArgs):
     :param return_window: also mask the moves that would return the agent to a cell and direction it had within its last
         ``return_window`` moves (at most :data:`MAX_RETURN_WINDOW`; 0: off)
     :param no_revisit: also mask the moves that would return the agent to a cell and direction it had at any time since
-        its last pickup, drop or toggle that changed something (a window with no bound; pass ``return_window`` 0)
+        its last pickup, drop or toggle that changed something (a window with no bound; pass ``return_window`` 0), and
+        where every legal action is such a move, those to the poses it left more often than the least left one
     """
 
     def __init__(
@@ -159,15 +160,15 @@ class MiniGridNoOpMask(gym.Wrapper, gym.utils.RecordConstructorArgs):
         self.no_revisit = bool(no_revisit)
         self._base = base
         # episode state (snapshots keep it): the action that would undo the last step (-1 for none), the recent moves,
-        # the poses held since the last change (a bit set in a Python int, which snapshots share)
+        # the times each pose was left since the last change (bytes, which snapshots share; empty: none)
         self._undo = -1
         self._window = 0
-        self._visited = 0
+        self._visits = b""
 
     def reset(self, **kwargs: Any) -> tuple[Any, dict[str, Any]]:
         """:param kwargs: ``reset``'s arguments
         :return: the first observation and info"""
-        self._undo, self._window, self._visited = -1, 0, 0
+        self._undo, self._window, self._visits = -1, 0, b""
         return self.env.reset(**kwargs)
 
     def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
@@ -187,17 +188,19 @@ class MiniGridNoOpMask(gym.Wrapper, gym.utils.RecordConstructorArgs):
             if self.return_window:
                 self._window = push_move(self._window, action, moved, changed)
             else:
-                visited = self._visited_words()
+                visits = self._visit_counts()
                 pose = np.array([*position, direction], dtype=np.int64)
-                mark_visit(visited, 0, 0, pose, base.width, moved or int(base.agent_dir) != direction, changed)
-                self._visited = int.from_bytes(visited.tobytes(), "little")
+                count_visit(visits, 0, 0, pose, base.width, moved or int(base.agent_dir) != direction, changed)
+                self._visits = visits.tobytes()
         return result
 
-    def _visited_words(self) -> np.ndarray:
-        """:return: the poses held since the last change, as :func:`mark_visit` keeps them, uint64, shape (1, words)"""
+    def _visit_counts(self) -> np.ndarray:
+        """:return: the times each pose was left since the last change, as :func:`count_visit` keeps them, uint8,
+            shape (1, :func:`pose_slots`)"""
         base = self._base
-        words = visit_words(base.width, base.height)
-        return np.frombuffer(self._visited.to_bytes(8 * words, "little"), dtype=np.uint64).reshape(1, words).copy()
+        if not self._visits:
+            return np.zeros((1, pose_slots(base.width, base.height)), dtype=np.uint8)
+        return np.frombuffer(self._visits, dtype=np.uint8).reshape(1, -1).copy()
 
     def action_masks(self) -> np.ndarray:
         """:return: the legal actions of the current state, bool, shape (7,)"""
@@ -209,7 +212,7 @@ class MiniGridNoOpMask(gym.Wrapper, gym.utils.RecordConstructorArgs):
             forbid_returns(np.array([self._window]), np.zeros(1, dtype=np.bool_), self.return_window, masks[None])
         if self.no_revisit:
             pose = np.array([[*base.agent_pos, base.agent_dir]], dtype=np.int64)
-            forbid_revisits(self._visited_words(), pose, np.zeros(1, dtype=np.int64), base.width, masks[None])
+            forbid_revisits(self._visit_counts(), pose, np.zeros(1, dtype=np.int64), base.width, masks[None])
         return masks
 
     @property

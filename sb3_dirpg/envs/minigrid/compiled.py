@@ -41,7 +41,7 @@ from sb3_dirpg.envs.minigrid.compiled_grid_bound import new_paths, steps_to_succ
 from sb3_dirpg.envs.minigrid.compiled_search import LoopSimulator, search_iterations
 from sb3_dirpg.envs.minigrid.fast_obs import FastObservation, encode_cells, fast_gen_obs
 from sb3_dirpg.envs.minigrid.grid_bound import MiniGridBound, success_targets
-from sb3_dirpg.envs.minigrid.move_window import forbid_returns, forbid_revisits, visit_words
+from sb3_dirpg.envs.minigrid.move_window import forbid_returns, forbid_revisits, pose_slots
 from sb3_dirpg.envs.minigrid.progress import MiniGridProgressBound, MiniGridProgressReward
 from sb3_dirpg.envs.minigrid.wrappers import DirectionImageObs, MiniGridShapedReward, MissionObs, encode_mission
 from sb3_dirpg.search import fused
@@ -208,11 +208,11 @@ class CompiledMiniGridSimulator(VecSimulator):
         self._generation = 0
         self._episodes: kernels.Episodes | None = None  # set by each reset whose batch runs on the arrays
         self._compiled_batch = False  # whether the current batch runs on the arrays (False: on the envs)
-        words = visit_words(width, height) if noop is not None and noop.no_revisit else 0
+        slots = pose_slots(width, height) if noop is not None and noop.no_revisit else 0
         self._store = kernels.Store(
             np.zeros((1024, 5), dtype=np.int64), np.zeros((1024, 3), dtype=np.uint8), np.zeros(1024, dtype=np.int32),
             np.zeros((64, height, width, 3), dtype=np.uint8), np.zeros(2, dtype=np.int64), np.zeros(1024, dtype=np.int64),
-            np.zeros((1024, words), dtype=np.uint64),
+            np.zeros((1024, slots), dtype=np.uint8),
         )  # fmt: skip
 
     @property
@@ -290,7 +290,7 @@ class CompiledMiniGridSimulator(VecSimulator):
             size = max(states, 2 * len(store.agent))
             store = store._replace(
                 agent=_grown(store.agent, size), carry=_grown(store.carry, size), grid_of=_grown(store.grid_of, size),
-                to_success=_grown(store.to_success, size), visited=_grown(store.visited, size),
+                to_success=_grown(store.to_success, size), visits=_grown(store.visits, size),
             )  # fmt: skip
         if grids > len(store.grids):
             store = store._replace(grids=_grown(store.grids, max(grids, 2 * len(store.grids))))
@@ -341,7 +341,7 @@ class CompiledMiniGridSimulator(VecSimulator):
         store = self._store
         store.grids[g] = cells
         store.agent[s] = (x, y, int(base.agent_dir), int(base.step_count), 0)
-        store.visited[s] = 0
+        store.visits[s] = 0
         store.carry[s] = carried
         store.grid_of[s] = g
         store.to_success[s] = kernels.UNREACHABLE
@@ -442,7 +442,7 @@ class CompiledMiniGridSimulator(VecSimulator):
                 windows = self._store.agent[np.maximum(batch.reached, 0), 4]
                 forbid_returns(windows, batch.terminal, return_window_of(self._noop_mask), masks)
             if self._noop_mask & NO_REVISIT_FLAG:
-                forbid_revisits(self._store.visited, self._store.agent, batch.reached, self._rules.width, masks)
+                forbid_revisits(self._store.visits, self._store.agent, batch.reached, self._rules.width, masks)
             masks[batch.terminal] = True  # as the env path's: a terminal state has no actions to mask
         return Transitions(
             obs=obs, rewards=batch.rewards, terminal=batch.terminal, masks=masks,

@@ -50,7 +50,7 @@ from sb3_dirpg.envs.minigrid.compiled_constants import (  # noqa: F401 (re-expor
     WALL,
 )
 from sb3_dirpg.envs.minigrid.compiled_grid_bound import UNREACHABLE, grid_bound, steps_to_success
-from sb3_dirpg.envs.minigrid.move_window import mark_visit, push_move
+from sb3_dirpg.envs.minigrid.move_window import count_visit, push_move
 
 MAX_VIEW = 62  # the widest view whose rows fit the bits of an int64
 GENERATION_SHIFT = 32  # a snapshot is (generation << 32) | row
@@ -69,8 +69,9 @@ class Store(NamedTuple):
     :param used: the rows in use (states, grids), int64, shape (2,)
     :param to_success: the grid bound's steps to success of each state (see :class:`Rules` ``uses_paths``), int64,
         shape (S,)
-    :param visited: the poses held since the last change (:func:`~sb3_dirpg.envs.minigrid.move_window.mark_visit`),
-        uint64, shape (S, words); 0 words where no mask reads them
+    :param visits: the times each pose was left since the last change
+        (:func:`~sb3_dirpg.envs.minigrid.move_window.count_visit`), uint8, shape (S, poses); 0 poses where no mask reads
+        them
     """
 
     agent: np.ndarray
@@ -79,7 +80,7 @@ class Store(NamedTuple):
     grids: np.ndarray
     used: np.ndarray
     to_success: np.ndarray
-    visited: np.ndarray
+    visits: np.ndarray
 
 
 class Rules(NamedTuple):
@@ -360,7 +361,7 @@ def step_states(batch: Batch, store: Store, rules: Rules, episodes: Episodes, bo
     rewards, terminal, success, lower, upper = batch.rewards, batch.terminal, batch.success, batch.lower, batch.upper
     directions, reached = batch.directions, batch.reached
     agent, carry, grid_of, grids, to_success = store.agent, store.carry, store.grid_of, store.grids, store.to_success
-    visited = store.visited
+    visits = store.visits
     pose = np.zeros(3, dtype=np.int64)  # before the step
     max_steps, doors, n_doors = episodes.max_steps, episodes.doors, episodes.n_doors
     goals, n_goals, scan_pickables = episodes.goals, episodes.n_goals, episodes.scan_pickables
@@ -467,9 +468,9 @@ def step_states(batch: Batch, store: Store, rules: Rules, episodes: Episodes, bo
         terminal[r] = False
         agent[n_states, 0], agent[n_states, 1], agent[n_states, 2], agent[n_states, 3] = x, y, direction, steps
         agent[n_states, 4] = push_move(agent[s, 4], action, x != x0 or y != y0, changed)
-        if visited.shape[1]:
+        if visits.shape[1]:
             pose[0], pose[1], pose[2] = x0, y0, agent[s, 2]
-            mark_visit(visited, s, n_states, pose, width, x != x0 or y != y0 or direction != agent[s, 2], changed)
+            count_visit(visits, s, n_states, pose, width, x != x0 or y != y0 or direction != agent[s, 2], changed)
         carry[n_states] = new_carry
         grid_of[n_states] = g
         to_success[n_states] = first

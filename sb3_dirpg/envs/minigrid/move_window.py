@@ -1,7 +1,7 @@
 """The agent's recent moves, packed in one int per state, and the rule that masks the moves returning to where the
-agent stood among them (``MiniGridNoOpMask(return_window=...)``); the poses it held since its last change, a bit set
-per state, and the same rule over all of them (``MiniGridNoOpMask(no_revisit=True)``). The env path and the compiled
-simulator (its step kernel keeps the packed moves and the bit sets in its state store) call the same functions."""
+agent stood among them (``MiniGridNoOpMask(return_window=...)``); the times it left each pose since its last change, and
+the same rule over all of them (``MiniGridNoOpMask(no_revisit=True)``). The env path and the compiled simulator (its step
+kernel keeps the packed moves and the counts in its state store) call the same functions."""
 
 from __future__ import annotations
 
@@ -83,22 +83,22 @@ def forbid_returns(windows: np.ndarray, terminal: np.ndarray, length: int, masks
 
 
 @njit(cache=True)
-def visit_words(width: int, height: int) -> int:
+def pose_slots(width: int, height: int) -> int:
     """:param width: the grid's width
     :param height: its height
-    :return: the uint64 words of a set of the grid's poses (cell and direction; :func:`mark_visit`)"""
-    return (width * height * 4 + 63) // 64
+    :return: the poses (cell and direction) of the grid: the columns of the visit counts (:func:`count_visit`)"""
+    return width * height * 4
 
 
 @njit(cache=True)
-def mark_visit(
-    visited: np.ndarray, source: int, target: int, pose: np.ndarray, width: int, moved: bool, changed: bool
+def count_visit(
+    visits: np.ndarray, source: int, target: int, pose: np.ndarray, width: int, moved: bool, changed: bool
 ) -> None:
-    """The poses the agent held since its last change, after one more step: row ``target`` of ``visited`` gets row
-    ``source``'s set, with the pose before the step added where the step turned or moved the agent, or an empty set
-    where the step changed the grid or the load (as :func:`push_move`'s ``changed``).
+    """The times the agent left each pose since its last change, after one more step: row ``target`` of ``visits`` gets
+    row ``source``'s counts, with one more for the pose before the step where the step turned or moved the agent (at most
+    255), or all 0 where the step changed the grid or the load (as :func:`push_move`'s ``changed``).
 
-    :param visited: in/out: sets of poses, bit ``4 * (y * width + x) + direction``, uint64, shape (n, words)
+    :param visits: in/out: the counts, column ``4 * (y * width + x) + direction``, uint8, shape (n, :func:`pose_slots`)
     :param source: the row of the state stepped from
     :param target: the row of the state reached (may be ``source``)
     :param pose: the agent's x, y and direction before the step, int64, shape (3,)
@@ -107,46 +107,48 @@ def mark_visit(
     :param changed: whether the step changed the grid or what the agent carries
     """
     if changed:
-        visited[target, :] = 0
+        visits[target, :] = 0
         return
     if target != source:
-        visited[target, :] = visited[source, :]
-    if moved:
-        bit = 4 * (pose[1] * width + pose[0]) + pose[2]
-        visited[target, bit >> 6] |= np.uint64(1) << np.uint64(bit & 63)
+        visits[target, :] = visits[source, :]
+    slot = 4 * (pose[1] * width + pose[0]) + pose[2]
+    if moved and visits[target, slot] < 255:
+        visits[target, slot] += 1
 
 
 @njit(cache=True)
-def forbid_revisits(visited: np.ndarray, poses: np.ndarray, rows: np.ndarray, width: int, masks: np.ndarray) -> None:
-    """Mask the moves (left, right, forward) that would bring the agent back to a cell and direction it had since its
-    last pickup, drop or toggle that changed something: :func:`forbid_returns` with no bound on the moves looked back
-    on. A shortest way never repeats a state, so it stays legal. Where the rule would leave no legal action it masks
-    nothing.
+def forbid_revisits(visits: np.ndarray, poses: np.ndarray, rows: np.ndarray, width: int, masks: np.ndarray) -> None:
+    """Mask the moves (left, right, forward) that would bring the agent back to a cell and direction it held since its
+    last pickup, drop or toggle that changed something, while another legal action does not: :func:`forbid_returns`
+    with no bound on the moves looked back on. Where every legal action is such a move, only those to the poses left the
+    fewest times stay legal, so that a deterministic policy still cannot close the same loop for ever. A shortest way
+    never repeats a state, so it stays legal.
 
-    :param visited: the sets of poses held (:func:`mark_visit`), uint64, shape (S, words)
+    :param visits: the times each pose was left (:func:`count_visit`), uint8, shape (S, :func:`pose_slots`)
     :param poses: the agent's x, y and direction in each state (more columns are ignored), int64, shape (S, >= 3)
-    :param rows: the row of each masked state in ``visited`` and ``poses``, -1 for a state that ended its trajectory
+    :param rows: the row of each masked state in ``visits`` and ``poses``, -1 for a state that ended its trajectory
         (no mask to change there), int64, shape (n,)
     :param width: the grid's width
     :param masks: in/out: the legal actions, bool, shape (n, 7)
     """
-    back = np.zeros(3, dtype=np.bool_)  # left, right, forward: the move returns
-    target = np.zeros(3, dtype=np.int64)  # the poses the moves reach, as bits
+    counts = np.zeros(3, dtype=np.int64)  # left, right, forward: the times the pose each reaches was left
     for r in range(rows.shape[0]):
         s = rows[r]
         if s < 0:
             continue
         x, y, d = poses[s, 0], poses[s, 1], poses[s, 2]
         cell = 4 * (y * width + x)
-        target[0] = cell + (d + 3) % 4
-        target[1] = cell + (d + 1) % 4
-        target[2] = 4 * ((y + _DIR_Y[d]) * width + x + _DIR_X[d]) + d
-        for a in range(3):
-            back[a] = masks[r, a] and (visited[s, target[a] >> 6] >> np.uint64(target[a] & 63)) & np.uint64(1) == 1
-        left = False
+        fewest = 256
         for a in range(masks.shape[1]):
-            left = left or (masks[r, a] and not (a < 3 and back[a]))
-        if left:
-            for a in range(3):
-                if back[a]:
-                    masks[r, a] = False
+            if not masks[r, a]:
+                continue
+            if a == 0:
+                counts[0] = visits[s, cell + (d + 3) % 4]
+            elif a == 1:
+                counts[1] = visits[s, cell + (d + 1) % 4]
+            elif a == 2:
+                counts[2] = visits[s, 4 * ((y + _DIR_Y[d]) * width + x + _DIR_X[d]) + d]
+            fewest = min(fewest, counts[a] if a < 3 else 0)
+        for a in range(3):
+            if masks[r, a] and counts[a] > fewest:
+                masks[r, a] = False
