@@ -321,11 +321,12 @@ def test_compiled_noop_masks_are_the_envs(env_id: str) -> None:
     seen |= _play_both(env_id, {}, 0.99, False, seed=1, iterations=40, bound_class=MiniGridProgressBound,
                        noop_mask={"no_undo": True})  # fmt: skip
     seen |= _play_both(env_id, {}, 1.0, False, seed=2, iterations=40, noop_mask={"return_window": 24})
-    seen |= _play_both(env_id, {}, 1.0, False, seed=3, iterations=40, noop_mask={"no_undo": True, "no_revisit": True})
+    memory = {"no_undo": True, "no_revisit": True, "keep_doors_open": True}
+    seen |= _play_both(env_id, {}, 1.0, False, seed=3, iterations=40, noop_mask=memory)
     assert events <= seen, f"random play on {env_id} never showed {events - seen}: the comparison missed those rules"
 
 
-@pytest.mark.parametrize("returns", [{"return_window": 24}, {"no_revisit": True}])
+@pytest.mark.parametrize("returns", [{"return_window": 24}, {"no_revisit": True, "keep_doors_open": True}])
 def test_the_compiled_loop_learns_the_same_parameters_with_noop_masks(returns: dict[str, Any]) -> None:
     """KeyCorridorS3R3 with MiniGridNoOpMask (``no_undo`` and ``return_window`` or ``no_revisit`` too): the same seed
     learns bit-identical parameters on the env and in the compiled search loop, whose masks come from its own

@@ -14,7 +14,7 @@ from sb3_dirpg import DirPG, MiniGridCNN
 from sb3_dirpg.envs import DirectionImageObs, MiniGridNoOpMask, make_minigrid_env
 from sb3_dirpg.experiments.held_out import action_masks_of, evaluate_held_out
 
-DONE = 6
+TOGGLE, DONE = 5, 6
 
 
 def _state(env: gym.Env) -> tuple:
@@ -63,6 +63,35 @@ def test_keep_done_leaves_done_legal_for_the_envs_that_read_it() -> None:
         env = MiniGridNoOpMask(gym.make("MiniGrid-GoToDoor-5x5-v0"), keep_done=keep_done)
         env.reset(seed=0)
         assert env.action_masks()[DONE] == keep_done
+
+
+@pytest.mark.parametrize("env_id", ["MiniGrid-KeyCorridorS3R3-v0", "MiniGrid-MultiRoom-N2-S4-v0"])
+def test_keep_doors_open_masks_exactly_the_toggles_that_close_a_door(env_id: str) -> None:
+    """With ``keep_doors_open``, after each step of random walks the masks are the no-op masks but for ``toggle``, which
+    is masked exactly when stepping it on a copy closes the door in front. The walks must meet open doors."""
+    env, plain = MiniGridNoOpMask(gym.make(env_id), keep_doors_open=True), MiniGridNoOpMask(gym.make(env_id))
+    rng = np.random.default_rng(3)
+    closing, opening = 0, 0
+    for seed in range(16):
+        env.reset(seed=seed)
+        plain.reset(seed=seed)
+        for _ in range(100):
+            masks, free = env.action_masks(), plain.action_masks()
+            closes = False
+            if free[TOGGLE]:
+                trial = copy.deepcopy(plain)
+                door = trial.unwrapped.grid.get(*trial.unwrapped.front_pos)
+                was_open = door is not None and door.type == "door" and door.is_open
+                trial.step(TOGGLE)
+                closes = was_open and not door.is_open
+                closing, opening = closing + int(closes), opening + int(not closes and door.type == "door")
+            np.testing.assert_array_equal(masks, free & ~(np.arange(7) == TOGGLE) if closes else free)
+            action = int(rng.choice(np.flatnonzero(masks)))
+            _, _, terminated, truncated, _ = env.step(action)
+            plain.step(action)
+            if terminated or truncated:
+                break
+    assert closing > 5 and opening > 5, f"random play on {env_id} met {closing} open and {opening} closed doors to toggle"
 
 
 @pytest.mark.parametrize("env_id", ["MiniGrid-KeyCorridorS3R3-v0", "MiniGrid-DoorKey-5x5-v0"])
@@ -162,6 +191,8 @@ def test_noop_mask_refuses_what_it_cannot_mask() -> None:
     for window in (25, -1, 2.0, True):
         with pytest.raises(ValueError, match="return_window must be an int from 0 to 24"):
             MiniGridNoOpMask(gym.make("MiniGrid-Empty-5x5-v0"), return_window=window)
+    with pytest.raises(ValueError, match="keep_doors_open must be a bool"):
+        MiniGridNoOpMask(gym.make("MiniGrid-Empty-5x5-v0"), keep_doors_open=None)
     with pytest.raises(ValueError, match="no_revisit must be a bool"):
         MiniGridNoOpMask(gym.make("MiniGrid-Empty-5x5-v0"), no_revisit="yes")
     with pytest.raises(ValueError, match="return_window=8 adds nothing"):

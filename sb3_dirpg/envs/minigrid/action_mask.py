@@ -34,6 +34,8 @@ _OPEN, _LOCKED = STATE_TO_IDX["open"], STATE_TO_IDX["locked"]
 _EMPTY_CELL = np.array([_EMPTY, 0, 0], dtype=np.uint8)
 #: :attr:`MiniGridNoOpMask.compiled_flags`' bit for ``no_revisit``, above ``return_window``'s five
 NO_REVISIT_FLAG = 1 << 7
+#: :attr:`MiniGridNoOpMask.compiled_flags`' bit for ``keep_doors_open``
+KEEP_DOORS_OPEN_FLAG = 1 << 8
 _WINDOW_BITS = 31
 #: the action that undoes each action right after it (left, right; pickup, drop; toggle a door), -1 for none
 UNDO = np.array([1, 0, -1, _DROP, _PICKUP, _TOGGLE, -1], dtype=np.int64)
@@ -66,6 +68,20 @@ def fill_noop_action_masks(front: np.ndarray, carried: np.ndarray, keep_done: bo
         own_key = carried[r, 0] == _KEY and carried[r, 1] == colour
         out[r, _TOGGLE] = kind == _BOX or (door and (state != _LOCKED or own_key))
         out[r, _DONE] = keep_done
+
+
+@njit(cache=True)
+def forbid_closing(front: np.ndarray, masks: np.ndarray) -> None:
+    """Mask ``toggle`` where the agent faces an open door: closing a door never brings success nearer in MiniGrid's
+    envs, and a greedy policy that closes and opens doors empties the memory of ``no_revisit`` and ``return_window``
+    (both start again at every change) at each toggle.
+
+    :param front: the encoded cell in front of the agent (type, colour, state), uint8, shape (n, 3)
+    :param masks: in/out: the legal actions, bool, shape (n, 7)
+    """
+    for r in range(front.shape[0]):
+        if front[r, 0] == _DOOR and front[r, 2] == _OPEN:
+            masks[r, _TOGGLE] = False
 
 
 @njit(cache=True)
@@ -108,7 +124,8 @@ class MiniGridNoOpMask(gym.Wrapper, gym.utils.RecordConstructorArgs):
     ``done``), as :func:`fill_noop_action_masks` says; with ``no_undo``, also the action that would undo the last one
     (:func:`forbid_undo`); with ``return_window``, also the moves that would bring the agent back to where it stood
     within its last moves (:func:`forbid_returns`); with ``no_revisit``, to where it stood at any time since its last
-    pickup, drop or toggle, or where every move does, to the poses it left more often than others (:func:`forbid_revisits`).
+    pickup, drop or toggle, or where every move does, to the poses it left more often than others (:func:`forbid_revisits`);
+    with ``keep_doors_open``, the toggle that would close a door (:func:`forbid_closing`).
 
     The no-op masks are a function of the agent's own observation (the cell it faces and what it carries are in its
     view), so a policy that applies them is still a policy of the observation; with ``no_undo`` it is a policy of the
@@ -129,21 +146,30 @@ class MiniGridNoOpMask(gym.Wrapper, gym.utils.RecordConstructorArgs):
     :param no_revisit: also mask the moves that would return the agent to a cell and direction it had at any time since
         its last pickup, drop or toggle that changed something (a window with no bound; pass ``return_window`` 0), and
         where every legal action is such a move, those to the poses it left more often than the least left one
+    :param keep_doors_open: also mask the toggle that would close an open door
     """
 
     def __init__(
-        self, env: gym.Env, keep_done: bool = False, no_undo: bool = False, return_window: int = 0, no_revisit: bool = False
+        self,
+        env: gym.Env,
+        keep_done: bool = False,
+        no_undo: bool = False,
+        return_window: int = 0,
+        no_revisit: bool = False,
+        keep_doors_open: bool = False,
     ) -> None:
         gym.utils.RecordConstructorArgs.__init__(
-            self, keep_done=keep_done, no_undo=no_undo, return_window=return_window, no_revisit=no_revisit
-        )
+            self, keep_done=keep_done, no_undo=no_undo, return_window=return_window, no_revisit=no_revisit,
+            keep_doors_open=keep_doors_open,
+        )  # fmt: skip
         gym.Wrapper.__init__(self, env)
         base = env.unwrapped
         if not hasattr(base, "grid") or not hasattr(base, "carrying"):
             raise ValueError(f"MiniGridNoOpMask needs a MiniGrid env, got {base!r}")
         if not isinstance(env.action_space, gym.spaces.Discrete) or env.action_space.n != N_MINIGRID_ACTIONS:
             raise ValueError(f"MiniGridNoOpMask needs MiniGrid's {N_MINIGRID_ACTIONS} actions, got {env.action_space}")
-        for name, value in (("keep_done", keep_done), ("no_undo", no_undo), ("no_revisit", no_revisit)):
+        flags = {"keep_done": keep_done, "no_undo": no_undo, "no_revisit": no_revisit, "keep_doors_open": keep_doors_open}
+        for name, value in flags.items():
             if not isinstance(value, (bool, np.bool_)):
                 raise ValueError(f"MiniGridNoOpMask: {name} must be a bool, got {value!r}")
         if isinstance(return_window, (bool, np.bool_)) or not isinstance(return_window, (int, np.integer)) or not (
@@ -157,7 +183,7 @@ class MiniGridNoOpMask(gym.Wrapper, gym.utils.RecordConstructorArgs):
                 f"MiniGridNoOpMask: no_revisit masks every return, so return_window={return_window} adds nothing: pass 0"
             )
         self.keep_done, self.no_undo, self.return_window = bool(keep_done), bool(no_undo), int(return_window)
-        self.no_revisit = bool(no_revisit)
+        self.no_revisit, self.keep_doors_open = bool(no_revisit), bool(keep_doors_open)
         self._base = base
         # episode state (snapshots keep it): the action that would undo the last step (-1 for none), the recent moves,
         # the times each pose was left since the last change (bytes, which snapshots share; empty: none)
@@ -205,7 +231,10 @@ class MiniGridNoOpMask(gym.Wrapper, gym.utils.RecordConstructorArgs):
     def action_masks(self) -> np.ndarray:
         """:return: the legal actions of the current state, bool, shape (7,)"""
         base = self._base
-        masks = noop_action_masks(encoded_cell(front_cell(base)), encoded_cell(base.carrying), self.keep_done)[0]
+        front = encoded_cell(front_cell(base))
+        masks = noop_action_masks(front, encoded_cell(base.carrying), self.keep_done)[0]
+        if self.keep_doors_open:
+            forbid_closing(front[None], masks[None])
         if self._undo >= 0:
             masks[self._undo] = False
         if self.return_window:
@@ -218,8 +247,10 @@ class MiniGridNoOpMask(gym.Wrapper, gym.utils.RecordConstructorArgs):
     @property
     def compiled_flags(self) -> int:
         """:return: the masks for the compiled simulator: bit 0 ``keep_done``, bit 1 ``no_undo``, bits 2-6
-        ``return_window`` (:func:`return_window_of`), :data:`NO_REVISIT_FLAG` ``no_revisit``"""
-        return int(self.keep_done) | int(self.no_undo) << 1 | self.return_window << 2 | NO_REVISIT_FLAG * self.no_revisit
+        ``return_window`` (:func:`return_window_of`), :data:`NO_REVISIT_FLAG` ``no_revisit``,
+        :data:`KEEP_DOORS_OPEN_FLAG` ``keep_doors_open``"""
+        return (int(self.keep_done) | int(self.no_undo) << 1 | self.return_window << 2 | NO_REVISIT_FLAG * self.no_revisit
+                | KEEP_DOORS_OPEN_FLAG * self.keep_doors_open)  # fmt: skip
 
 
 @njit(cache=True)

@@ -30,9 +30,11 @@ from sb3_dirpg.common.vec_simulator import VecSimulator
 from sb3_dirpg.envs.minigrid import cnn_kernels
 from sb3_dirpg.envs.minigrid import compiled_kernels as kernels
 from sb3_dirpg.envs.minigrid.action_mask import (
+    KEEP_DOORS_OPEN_FLAG,
     NO_REVISIT_FLAG,
     MiniGridNoOpMask,
     fill_noop_action_masks,
+    forbid_closing,
     forbid_undo,
     return_window_of,
 )
@@ -436,6 +438,8 @@ class CompiledMiniGridSimulator(VecSimulator):
         if self._noop_mask >= 0:
             front, carried = batch.images[:, view // 2, view - 2], batch.images[:, view // 2, view - 1]
             fill_noop_action_masks(front, carried, (self._noop_mask & 1) == 1, masks)
+            if self._noop_mask & KEEP_DOORS_OPEN_FLAG:
+                forbid_closing(front, masks)
             if self._noop_mask & 2:
                 forbid_undo(batch.actions, batch.terminal, masks)
             if return_window_of(self._noop_mask):

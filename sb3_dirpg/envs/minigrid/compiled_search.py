@@ -15,7 +15,14 @@ from typing import Any, NamedTuple
 import numpy as np
 from numba import njit
 
-from sb3_dirpg.envs.minigrid.action_mask import NO_REVISIT_FLAG, fill_noop_action_masks, forbid_undo, return_window_of
+from sb3_dirpg.envs.minigrid.action_mask import (
+    KEEP_DOORS_OPEN_FLAG,
+    NO_REVISIT_FLAG,
+    fill_noop_action_masks,
+    forbid_closing,
+    forbid_undo,
+    return_window_of,
+)
 from sb3_dirpg.envs.minigrid.cnn_kernels import cnn_logits
 from sb3_dirpg.envs.minigrid.compiled_kernels import GENERATION_SHIFT, step_states
 from sb3_dirpg.envs.minigrid.move_window import forbid_returns, forbid_revisits
@@ -40,7 +47,8 @@ class LoopSimulator(NamedTuple):
         width 0 without one
     :param noop_mask: -1 when every action is legal; else the chain's :class:`~sb3_dirpg.envs.minigrid.MiniGridNoOpMask`
         masks the no-ops, with its ``compiled_flags``: bit 0 keeps ``done``, bit 1 masks the undo of the last step, bits
-        2-6 the moves that return within that many moves, bit 7 every move that returns since the last change
+        2-6 the moves that return within that many moves, bit 7 every move that returns since the last change, bit 8
+        the toggles that close doors
     """
 
     store: Any
@@ -123,6 +131,8 @@ def search_iterations(
         masks = np.ones((k, n_actions), np.bool_)
         if noop_mask >= 0:
             fill_noop_action_masks(images[:, view // 2, view - 2], images[:, view // 2, view - 1], (noop_mask & 1) == 1, masks)
+            if noop_mask & KEEP_DOORS_OPEN_FLAG:
+                forbid_closing(images[:, view // 2, view - 2], masks)
             if noop_mask & 2:
                 forbid_undo(split[0], terminal, masks)
             if return_window_of(noop_mask):
