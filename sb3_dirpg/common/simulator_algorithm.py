@@ -21,12 +21,14 @@ from stable_baselines3.common.policies import BasePolicy
 from stable_baselines3.common.save_util import load_from_zip_file
 from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, Schedule
 from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper, VecMonitor
+from torch.optim.swa_utils import AveragedModel
 
 from sb3_dirpg.common.batched_policy import BatchedPolicy, ObservationTransform
 from sb3_dirpg.common.callbacks import InteractionProgressBar
 from sb3_dirpg.common.item_policy import ItemPolicy
 from sb3_dirpg.common.iterative_algorithm import IterativeAlgorithm
 from sb3_dirpg.common.policies import CnnPolicy, DirPGPolicy, MlpPolicy, MultiInputPolicy
+from sb3_dirpg.common.policy_average import make_policy_average, update_policy_average
 from sb3_dirpg.common.simulator_backends import check_simulator_backend, make_vec_simulator
 from sb3_dirpg.common.vec_envs import check_vec_env, vec_env_simulators
 from sb3_dirpg.common.vec_simulator import VecSimulator, check_sub_envs_alike
@@ -73,6 +75,10 @@ class SimulatorAlgorithm(IterativeAlgorithm):
         ``"compiled"`` a compiled copy of the env's dynamics on array-held states (MiniGrid envs built with
         :func:`~sb3_dirpg.envs.make_minigrid_env`; an error says why an env has none), ``"auto"`` the compiled one where
         it fits. The transitions, and so the results, are the same
+    :param ema_decay: keep an exponential moving average of the policy's weights, moved after every optimizer step by
+        ``average ← ema_decay · average + (1 − ema_decay) · weights``, and act with it in :meth:`predict` (e.g. 0.999:
+        about the last 1,000 steps). The search and the updates use the trained policy, :attr:`policy`; the average is
+        :attr:`policy_average` and is saved with the model. None (the default): act with the trained policy
     """
 
     policy_aliases: ClassVar[dict[str, type[BasePolicy]]] = {
@@ -82,6 +88,9 @@ class SimulatorAlgorithm(IterativeAlgorithm):
         "ItemPolicy": ItemPolicy,
     }
     policy: DirPGPolicy
+    #: the moving average of the policy's weights that acts in :meth:`predict` (``ema_decay``), or None
+    policy_average: AveragedModel | None = None
+    ema_decay: float | None = None  # models saved before the setting existed load without it
     DEFAULT_BATCH_EPISODES = 8
     #: evaluates the policy on raw sub-env observations for the search and the rollouts; a subclass may replace it
     batched_policy_class: ClassVar[type[BatchedPolicy]] = BatchedPolicy
@@ -104,6 +113,7 @@ class SimulatorAlgorithm(IterativeAlgorithm):
         device: th.device | str = "auto",
         _init_setup_model: bool = True,
         simulator_backend: str = "auto",
+        ema_decay: float | None = None,
     ) -> None:
         name = type(self).__name__
         check_learning_rate(learning_rate, name)
@@ -118,7 +128,7 @@ class SimulatorAlgorithm(IterativeAlgorithm):
             check_observation_space(env, name)
         self.simulator_backend = simulator_backend
         settings = dict(batch_episodes=batch_episodes, max_episode_steps=max_episode_steps, gamma=gamma, heuristic=heuristic)
-        for key, value in dict(settings, max_grad_norm=max_grad_norm).items():
+        for key, value in dict(settings, max_grad_norm=max_grad_norm, ema_decay=ema_decay).items():
             self.check_setting(key, value)  # before SB3 builds anything
         super().__init__(
             policy=policy,
@@ -138,6 +148,7 @@ class SimulatorAlgorithm(IterativeAlgorithm):
         self.gamma = gamma
         self.heuristic = heuristic
         self.max_grad_norm = max_grad_norm
+        self.ema_decay = ema_decay
         self.simulator: VecSimulator | None = None
         self._batch_episode_infos: list[dict[str, Any]] = []  # the on-policy episodes of the batch being collected
         if self.env is not None:
@@ -170,6 +181,10 @@ class SimulatorAlgorithm(IterativeAlgorithm):
         :param value: its new value
         """
         value = self.check_setting(name, value)
+        if name == "ema_decay" and getattr(self, "policy", None) is not None:
+            kept = self.__dict__.get("policy_average")
+            average = None if value is None else make_policy_average(self.policy, value, start=kept)
+            super().__setattr__("policy_average", average)
         if name not in self.SIMULATOR_SETTINGS or getattr(self, "simulator", None) is None or self.env is None:
             super().__setattr__(name, value)
             if name == "learning_rate" and "lr_schedule" in self.__dict__:
@@ -228,6 +243,7 @@ class SimulatorAlgorithm(IterativeAlgorithm):
             self._search_rng = np.random.default_rng(seeds[1])
         self.policy = self.policy_class(self.observation_space, self.action_space, self.lr_schedule, **self.policy_kwargs)
         self.policy = self.policy.to(self.device)
+        self.policy_average = None if self.ema_decay is None else make_policy_average(self.policy, self.ema_decay)
         if self.env is not None:
             self.simulator, self._obs_transform = self._build_simulator(self.env)
 
@@ -347,10 +363,14 @@ class SimulatorAlgorithm(IterativeAlgorithm):
             )
         # SB3 sets the keyword arguments into the model's __dict__, past the checks of attribute assignment
         kwargs = {key: cls.check_setting(key, value) for key, value in kwargs.items()}
+        # set after loading: the saved weights hold an average only when the saved model kept one
+        decay = {"ema_decay": kwargs.pop("ema_decay")} if "ema_decay" in kwargs else {}
         model = super().load(
             path, env=env, device=device, custom_objects=custom_objects, print_system_info=print_system_info,
             force_reset=force_reset, **kwargs,
         )  # fmt: skip
+        for name, value in decay.items():
+            setattr(model, name, value)
         model.check_settings()
         model._after_load(kwargs)
         return model
@@ -366,7 +386,8 @@ class SimulatorAlgorithm(IterativeAlgorithm):
         return [*super()._excluded_save_params(), *excluded]
 
     def _get_torch_save_params(self) -> tuple[list[str], list[str]]:
-        return ["policy", "policy.optimizer"], []
+        averaged = [] if self.policy_average is None else ["policy_average"]
+        return ["policy", "policy.optimizer", *averaged], []
 
     # -- policy evaluation -----------------------------------------------------------------------------------
 
@@ -418,7 +439,8 @@ class SimulatorAlgorithm(IterativeAlgorithm):
         deterministic: bool = False,
         action_masks: np.ndarray | None = None,
     ) -> tuple[np.ndarray, tuple[np.ndarray, ...] | None]:
-        """Action(s) of the learned policy; no search or simulator is involved.
+        """Action(s) of the learned policy (of its weights' moving average with ``ema_decay``); no search or simulator
+        is involved.
 
         :param observation: observation(s)
         :param state: unused (no recurrent state)
@@ -427,7 +449,8 @@ class SimulatorAlgorithm(IterativeAlgorithm):
         :param action_masks: legal actions (sb3-contrib convention), or None
         :return: the actions and ``state``
         """
-        return self.policy.predict(observation, state, episode_start, deterministic, action_masks=action_masks)
+        policy = self.policy if self.policy_average is None else self.policy_average.module
+        return policy.predict(observation, state, episode_start, deterministic, action_masks=action_masks)
 
     # -- learning --------------------------------------------------------------------------------------------
 
@@ -508,6 +531,8 @@ class SimulatorAlgorithm(IterativeAlgorithm):
         max_norm = self.max_grad_norm if self.max_grad_norm is not None else float("inf")
         grad_norm = float(th.nn.utils.clip_grad_norm_(self.policy.parameters(), max_norm))
         self.policy.optimizer.step()
+        if self.policy_average is not None:
+            update_policy_average(self.policy_average, self.policy)
         self._n_updates += 1
         return grad_norm
 
@@ -551,6 +576,17 @@ def _check_max_grad_norm(algo: str, value: Any) -> float | None:
     return float(value)
 
 
+def _check_ema_decay(algo: str, value: Any) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0.0 < value < 1.0:
+        raise ValueError(
+            f"{algo}: ema_decay must lie in (0, 1), e.g. 0.999 to average about the last 1,000 optimizer steps, or be None "
+            f"(act with the trained policy), got {value!r}"
+        )
+    return float(value)
+
+
 def _check_learning_rate(algo: str, value: Any) -> Any:
     check_learning_rate(value, algo)
     return value
@@ -562,6 +598,7 @@ SimulatorAlgorithm.SETTING_CHECKS = {
     "gamma": _check_gamma,
     "heuristic": _check_heuristic,
     "max_grad_norm": _check_max_grad_norm,
+    "ema_decay": _check_ema_decay,
     "learning_rate": _check_learning_rate,
     "simulator_backend": lambda algo, value: check_simulator_backend(value, algo),
 }

@@ -124,6 +124,10 @@ class DirPG(BatchSearch, SimulatorAlgorithm):
         the search's lockstep iterations in one compiled loop, returning to Python only to forward new observations
         and settle complete trajectories (:mod:`sb3_dirpg.search.fused`). The results do not depend on it; False makes
         one Python round trip per iteration (for comparisons)
+    :param ema_decay: act in :meth:`predict` with an exponential moving average of the policy's weights, moved after
+        every optimizer step with this decay (e.g. 0.999), instead of the trained weights; the search, the updates and
+        :meth:`solve` use the trained policy. It steadies the greedy policy, whose argmax may flip at a few decisive
+        states from one update to the next (beyond the paper; docs/algorithm.md). None (the default): the trained policy
 
     Every setting above can be changed later, by assignment (``model.heuristic = h; model.priority = "astar"``) or as a
     keyword argument of :meth:`load`: it gets the constructor's checks, and a changed ``heuristic`` or
@@ -174,6 +178,7 @@ class DirPG(BatchSearch, SimulatorAlgorithm):
         parallel_backend: str = "process",
         simulator_backend: str = "auto",
         compiled_loop: bool = True,
+        ema_decay: float | None = None,
     ) -> None:
         # every setting is checked on its own by check_setting (as when it is assigned later), then together
         flags = dict(
@@ -237,6 +242,7 @@ class DirPG(BatchSearch, SimulatorAlgorithm):
             device=device,
             _init_setup_model=_init_setup_model,
             simulator_backend=simulator_backend,
+            ema_decay=ema_decay,
         )
         if self.n_workers > 0 and self.env is not None:
             check_worker_payload(strip_monitor(self.env.unwrapped.envs[0]), self.heuristic, self.n_workers)

@@ -197,6 +197,8 @@ def train_curriculum(
             point: dict[str, Any] = {"interactions": made, "stage": env_id, "wall_s": wall}
             for name, greedy in (("sampled", False), ("greedy", True)):
                 point[name] = evaluate_held_out(model, evaluation[target], seeds, deterministic=greedy)
+                if model.policy_average is not None:  # ema_decay: predict acts with the average; the trained one too
+                    point[f"{name}_trained"] = evaluate_held_out(model, evaluation[target], seeds, greedy, trained=True)
                 if not last:
                     point[f"stage_{name}"] = evaluate_held_out(model, evaluation[env_id], seeds, deterministic=greedy)
             record["points"].append(point)

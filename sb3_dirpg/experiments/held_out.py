@@ -77,7 +77,7 @@ def action_masks_of(env: gym.Env) -> np.ndarray | None:
 
 
 def evaluate_held_out(
-    model: BaseAlgorithm, envs: Sequence[gym.Env], seeds: Sequence[int], deterministic: bool
+    model: BaseAlgorithm, envs: Sequence[gym.Env], seeds: Sequence[int], deterministic: bool, trained: bool = False
 ) -> dict[str, float]:
     """Play the model's policy (no search) on one episode per seed, all episodes stepped together.
 
@@ -88,11 +88,14 @@ def evaluate_held_out(
     :param envs: one env per seed (reused between evaluations)
     :param seeds: the episodes' reset seeds
     :param deterministic: greedy actions, else sampled ones
+    :param trained: act with the model's trained policy (``model.policy``) instead of ``model.predict``, which acts with
+        the weights' moving average where the model keeps one (``ema_decay``)
     :return: ``success`` rate, mean ``return`` (the env's reward) and mean ``minigrid_return`` (MiniGrid's own reward)
     """
     if len(envs) != len(seeds):
         raise ValueError(f"{len(envs)} envs but {len(seeds)} seeds")
     normalizer = model.get_vec_normalize_env()
+    predict = model.policy.predict if trained else model.predict
     obs = [env.reset(seed=int(seed))[0] for env, seed in zip(envs, seeds)]
     returns, minigrid_returns = np.zeros(len(envs)), np.zeros(len(envs))
     success = np.zeros(len(envs), dtype=bool)
@@ -103,9 +106,9 @@ def evaluate_held_out(
             batch = normalizer.normalize_obs(batch)
         masks = [action_masks_of(envs[i]) for i in live]
         if masks[0] is None:
-            actions, _ = model.predict(batch, deterministic=deterministic)
+            actions, _ = predict(batch, deterministic=deterministic)
         else:
-            actions, _ = model.predict(batch, deterministic=deterministic, action_masks=np.stack(masks))
+            actions, _ = predict(batch, deterministic=deterministic, action_masks=np.stack(masks))
         still = []
         for i, action in zip(live, np.asarray(actions).reshape(len(live))):
             obs[i], reward, terminated, truncated, info = envs[i].step(int(action))
