@@ -258,3 +258,50 @@ def return_window_of(flags: int) -> int:
     """:param flags: a :attr:`MiniGridNoOpMask.compiled_flags`
     :return: its ``return_window``"""
     return (flags >> 2) & _WINDOW_BITS
+
+
+@njit(cache=True)
+def fill_compiled_masks(
+    front: np.ndarray,
+    carried: np.ndarray,
+    actions: np.ndarray,
+    terminal: np.ndarray,
+    reached: np.ndarray,
+    agent: np.ndarray,
+    visits: np.ndarray,
+    width: int,
+    flags: int,
+    masks: np.ndarray,
+) -> None:
+    """The legal actions of the states a compiled step reached, under :class:`MiniGridNoOpMask` with ``flags``: the
+    no-ops, then the closing toggles, the undo, the returns within the window and the revisits, in the env path's order;
+    a terminal state keeps every action. The compiled simulator's step and its search loop both call it.
+
+    :param front: the encoded cell in front of the agent, uint8, shape (n, 3)
+    :param carried: the encoded object the agent carries, uint8, shape (n, 3)
+    :param actions: the action of each step, int64, shape (n,)
+    :param terminal: whether each step ended its trajectory, bool, shape (n,)
+    :param reached: the state store's row of each reached state (-1: none kept), int64, shape (n,)
+    :param agent: the state store's agent columns (column 4: the packed move window)
+    :param visits: the state store's counts per pose (:func:`~sb3_dirpg.envs.minigrid.move_window.count_visit`)
+    :param width: the grid's width
+    :param flags: a :attr:`MiniGridNoOpMask.compiled_flags`
+    :param masks: out: the legal actions, bool, shape (n, 7), all True on entry
+    """
+    fill_noop_action_masks(front, carried, (flags & 1) == 1, masks)
+    if flags & KEEP_DOORS_OPEN_FLAG:
+        forbid_closing(front, masks)
+    if flags & 2:
+        forbid_undo(actions, terminal, masks)
+    window = return_window_of(flags)
+    if window:
+        windows = np.zeros(reached.shape[0], np.int64)
+        for r in range(reached.shape[0]):
+            if reached[r] >= 0:
+                windows[r] = agent[reached[r], 4]
+        forbid_returns(windows, terminal, window, masks)
+    if flags & NO_REVISIT_FLAG:
+        forbid_revisits(visits, agent, reached, width, masks)
+    for r in range(terminal.shape[0]):
+        if terminal[r]:
+            masks[r, :] = True  # as the env path's: a terminal state has no actions to mask

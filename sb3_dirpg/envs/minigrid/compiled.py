@@ -29,21 +29,13 @@ from sb3_dirpg.common.simulator_backends import register_compiled_simulator
 from sb3_dirpg.common.vec_simulator import VecSimulator
 from sb3_dirpg.envs.minigrid import cnn_kernels
 from sb3_dirpg.envs.minigrid import compiled_kernels as kernels
-from sb3_dirpg.envs.minigrid.action_mask import (
-    KEEP_DOORS_OPEN_FLAG,
-    NO_REVISIT_FLAG,
-    MiniGridNoOpMask,
-    fill_noop_action_masks,
-    forbid_closing,
-    forbid_undo,
-    return_window_of,
-)
+from sb3_dirpg.envs.minigrid.action_mask import MiniGridNoOpMask, fill_compiled_masks
 from sb3_dirpg.envs.minigrid.bound import MultiRoomBound
 from sb3_dirpg.envs.minigrid.compiled_grid_bound import new_paths, steps_to_success
 from sb3_dirpg.envs.minigrid.compiled_search import LoopSimulator, search_iterations
 from sb3_dirpg.envs.minigrid.fast_obs import FastObservation, encode_cells, fast_gen_obs
 from sb3_dirpg.envs.minigrid.grid_bound import MiniGridBound, success_targets
-from sb3_dirpg.envs.minigrid.move_window import forbid_returns, forbid_revisits, pose_slots
+from sb3_dirpg.envs.minigrid.move_window import pose_slots
 from sb3_dirpg.envs.minigrid.progress import MiniGridProgressBound, MiniGridProgressReward
 from sb3_dirpg.envs.minigrid.wrappers import DirectionImageObs, MiniGridShapedReward, MissionObs, encode_mission
 from sb3_dirpg.search import fused
@@ -437,17 +429,8 @@ class CompiledMiniGridSimulator(VecSimulator):
         masks = np.ones((k, self.n_actions), dtype=bool)
         if self._noop_mask >= 0:
             front, carried = batch.images[:, view // 2, view - 2], batch.images[:, view // 2, view - 1]
-            fill_noop_action_masks(front, carried, (self._noop_mask & 1) == 1, masks)
-            if self._noop_mask & KEEP_DOORS_OPEN_FLAG:
-                forbid_closing(front, masks)
-            if self._noop_mask & 2:
-                forbid_undo(batch.actions, batch.terminal, masks)
-            if return_window_of(self._noop_mask):
-                windows = self._store.agent[np.maximum(batch.reached, 0), 4]
-                forbid_returns(windows, batch.terminal, return_window_of(self._noop_mask), masks)
-            if self._noop_mask & NO_REVISIT_FLAG:
-                forbid_revisits(self._store.visits, self._store.agent, batch.reached, self._rules.width, masks)
-            masks[batch.terminal] = True  # as the env path's: a terminal state has no actions to mask
+            fill_compiled_masks(front, carried, batch.actions, batch.terminal, batch.reached, self._store.agent,
+                                self._store.visits, self._rules.width, self._noop_mask, masks)  # fmt: skip
         return Transitions(
             obs=obs, rewards=batch.rewards, terminal=batch.terminal, masks=masks,
             snapshots=[None if row < 0 else base | row for row in batch.reached.tolist()],

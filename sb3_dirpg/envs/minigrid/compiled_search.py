@@ -15,17 +15,9 @@ from typing import Any, NamedTuple
 import numpy as np
 from numba import njit
 
-from sb3_dirpg.envs.minigrid.action_mask import (
-    KEEP_DOORS_OPEN_FLAG,
-    NO_REVISIT_FLAG,
-    fill_noop_action_masks,
-    forbid_closing,
-    forbid_undo,
-    return_window_of,
-)
+from sb3_dirpg.envs.minigrid.action_mask import fill_compiled_masks
 from sb3_dirpg.envs.minigrid.cnn_kernels import cnn_logits
 from sb3_dirpg.envs.minigrid.compiled_kernels import GENERATION_SHIFT, step_states
-from sb3_dirpg.envs.minigrid.move_window import forbid_returns, forbid_revisits
 from sb3_dirpg.search import fused
 from sb3_dirpg.search.fused import ObsTable
 from sb3_dirpg.search.state import Popped
@@ -130,21 +122,8 @@ def search_iterations(
         start = node_count[0]
         masks = np.ones((k, n_actions), np.bool_)
         if noop_mask >= 0:
-            fill_noop_action_masks(images[:, view // 2, view - 2], images[:, view // 2, view - 1], (noop_mask & 1) == 1, masks)
-            if noop_mask & KEEP_DOORS_OPEN_FLAG:
-                forbid_closing(images[:, view // 2, view - 2], masks)
-            if noop_mask & 2:
-                forbid_undo(split[0], terminal, masks)
-            if return_window_of(noop_mask):
-                windows = np.empty(k, np.int64)
-                for r in range(k):
-                    windows[r] = 0 if reached[r] < 0 else store[0][reached[r], 4]
-                forbid_returns(windows, terminal, return_window_of(noop_mask), masks)
-            if noop_mask & NO_REVISIT_FLAG:
-                forbid_revisits(store[6], store[0], reached, rules[0], masks)
-            for r in range(k):
-                if terminal[r]:
-                    masks[r, :] = True  # as the env path's
+            front, carried = images[:, view // 2, view - 2], images[:, view // 2, view - 1]
+            fill_compiled_masks(front, carried, split[0], terminal, reached, store[0], store[6], rules[0], noop_mask, masks)
         reached_ = (rewards, terminal, masks, lower, upper, success)
         n_ends, empty = fused.add_children_compiled(popped, split, reached_, params, nodes, regions, progress, queues)
         if empty >= 0:
