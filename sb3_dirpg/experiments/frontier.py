@@ -342,8 +342,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         (out / "frontier").mkdir(parents=True, exist_ok=True)
         return train_curriculum(stages, args.every, args.seed, out / "frontier" / f"{args.tag}-s{args.seed}.json",
                                 args.advance, args.maps or 200, args.params)  # fmt: skip
-    if bool(args.params) == (args.tag == "entry"):
-        parser.error("--tag names a variant: give --tag and --params together, or neither")
+    if args.params and args.tag == "entry":
+        parser.error("--params make a variant of the entries: name it with --tag (the tag 'entry' is the entries' own)")
     out.mkdir(parents=True, exist_ok=True)
     path = out / "frontier_probe.json"
     results: dict[str, Any] = json.loads(path.read_text()) if path.exists() else {}
