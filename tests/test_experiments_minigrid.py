@@ -154,6 +154,26 @@ def test_frontier_curriculum_trains_on_the_wrappers_it_is_given(tmp_path: Path, 
     assert built.count([]) == 2 and built.count([wrapper]) == 2  # evaluation: 2 maps; training: the model, its stage
 
 
+def test_frontier_evaluates_the_average_and_the_trained_weights(tmp_path: Path) -> None:
+    """With ``ema_decay`` the frontier's points hold the average's success (what ``predict`` plays) and the trained
+    weights' (``*_trained``); the greedy one of the trained weights is the trained policy's own."""
+    from sb3_dirpg.dirpg import DirPG
+    from sb3_dirpg.experiments import frontier
+    from sb3_dirpg.experiments.held_out import evaluate_held_out
+
+    env_id = "MiniGrid-MultiRoom-N2-S4-v0"
+    record = frontier.main(["--curriculum", f"{env_id}:3000", "--every", "3000", "--maps", "4", "--tag", "ema",
+                            "--params", "ema_decay:0.5", "--out", str(tmp_path)])  # fmt: skip
+    point = record["points"][-1]
+    assert {"sampled", "greedy", "sampled_trained", "greedy_trained"} <= set(point)
+    model = DirPG.load(tmp_path / "frontier" / "ema-s0.zip", device="cpu")
+    assert model.policy_average is not None
+    envs = [frontier._entry_env(env_id, own_step_limit=True)[1] for _ in range(4)]
+    seeds = list(range(10_000, 10_004))
+    assert evaluate_held_out(model, envs, seeds, True, trained=True) == point["greedy_trained"]
+    assert evaluate_held_out(model, envs, seeds, True) == point["greedy"]
+
+
 def test_frontier_evaluates_with_the_envs_own_step_limit() -> None:
     """The frontier's evaluation envs keep the env's own step limit where the entry changes it for training (N4-S5's
     entry sets 100 steps, the env has 120), and its training envs take the entry's."""
