@@ -14,7 +14,7 @@ from sb3_dirpg import DirPG, MiniGridCNN
 from sb3_dirpg.envs import DirectionImageObs, MiniGridNoOpMask, make_minigrid_env
 from sb3_dirpg.experiments.held_out import action_masks_of, evaluate_held_out
 
-TOGGLE, DONE = 5, 6
+PICKUP, DROP, TOGGLE, DONE = 3, 4, 5, 6
 
 
 def _state(env: gym.Env) -> tuple:
@@ -130,6 +130,47 @@ def test_no_undo_masks_the_action_that_would_undo_the_last_step(env_id: str) -> 
     assert undone[[0, 1, 3]].min() > 0, f"random play on {env_id} undid too little: {undone}"
 
 
+def _grid_and_load(env: gym.Env) -> tuple:
+    """:return: the grid and the agent's load (what a pickup, drop or toggle changes)"""
+    base = env.unwrapped
+    return None if base.carrying is None else tuple(base.carrying.encode()), base.grid.encode().tobytes()
+
+
+@pytest.mark.parametrize("env_id", ["MiniGrid-KeyCorridorS3R3-v0", "MiniGrid-ObstructedMaze-2Dlh-v0"])
+def test_no_repick_masks_exactly_the_pickups_that_undo_the_last_drop(env_id: str) -> None:
+    """With ``no_repick``, after each step of random walks (pickups and drops favoured) the masks are the no-op masks but
+    for ``pickup``, which is masked exactly when the last change was a drop and stepping the pickup on a copy gives back
+    the grid and the load from before that drop. The walks must meet that after moves, and on ObstructedMaze (keys and
+    balls out of their rooms) pickups of another object after a drop."""
+    env, plain = MiniGridNoOpMask(gym.make(env_id), no_repick=True), MiniGridNoOpMask(gym.make(env_id))
+    rng = np.random.default_rng(4)
+    weights = np.array([1.0, 1.0, 1.0, 6.0, 3.0, 1.0, 1.0])
+    repicks, others = 0, 0
+    for seed in range(12):
+        env.reset(seed=seed)
+        plain.reset(seed=seed)
+        before_drop = None  # the grid and load before the last change, where that change was a drop
+        for _ in range(120):
+            masks, free = env.action_masks(), plain.action_masks()
+            undoes = False
+            if free[PICKUP]:
+                trial = copy.deepcopy(plain)
+                trial.step(PICKUP)
+                undoes = before_drop is not None and _grid_and_load(trial) == before_drop
+                repicks, others = repicks + int(undoes), others + int(before_drop is not None and not undoes)
+            np.testing.assert_array_equal(masks, free & ~(np.arange(7) == PICKUP) if undoes else free)
+            legal = np.flatnonzero(masks)
+            action = int(rng.choice(legal, p=weights[legal] / weights[legal].sum()))
+            previous = _grid_and_load(env)
+            _, _, terminated, truncated, _ = env.step(action)
+            plain.step(action)
+            if terminated or truncated:
+                break
+            if _grid_and_load(env) != previous:
+                before_drop = previous if action == DROP else None
+    assert repicks > 5 and (others > 2 or "KeyCorridor" in env_id), f"{env_id}: {repicks} repicks, {others} other pickups"
+
+
 @pytest.mark.parametrize(
     "env_id, window",
     [
@@ -193,6 +234,8 @@ def test_noop_mask_refuses_what_it_cannot_mask() -> None:
             MiniGridNoOpMask(gym.make("MiniGrid-Empty-5x5-v0"), return_window=window)
     with pytest.raises(ValueError, match="keep_doors_open must be a bool"):
         MiniGridNoOpMask(gym.make("MiniGrid-Empty-5x5-v0"), keep_doors_open=None)
+    with pytest.raises(ValueError, match="no_repick must be a bool"):
+        MiniGridNoOpMask(gym.make("MiniGrid-Empty-5x5-v0"), no_repick=1)
     with pytest.raises(ValueError, match="no_revisit must be a bool"):
         MiniGridNoOpMask(gym.make("MiniGrid-Empty-5x5-v0"), no_revisit="yes")
     with pytest.raises(ValueError, match="return_window=8 adds nothing"):

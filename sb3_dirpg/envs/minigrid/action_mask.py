@@ -18,11 +18,14 @@ from numba import njit
 from sb3_dirpg.envs.minigrid.fast_obs import front_cell
 from sb3_dirpg.envs.minigrid.move_window import (
     MAX_RETURN_WINDOW,
+    NO_DROP,
     count_visit,
+    forbid_repick,
     forbid_returns,
     forbid_revisits,
     pose_slots,
     push_move,
+    remember_drop,
 )
 
 #: MiniGrid's actions, in order
@@ -36,6 +39,8 @@ _EMPTY_CELL = np.array([_EMPTY, 0, 0], dtype=np.uint8)
 NO_REVISIT_FLAG = 1 << 7
 #: :attr:`MiniGridNoOpMask.compiled_flags`' bit for ``keep_doors_open``
 KEEP_DOORS_OPEN_FLAG = 1 << 8
+#: :attr:`MiniGridNoOpMask.compiled_flags`' bit for ``no_repick``
+NO_REPICK_FLAG = 1 << 9
 _WINDOW_BITS = 31
 #: the action that undoes each action right after it (left, right; pickup, drop; toggle a door), -1 for none
 UNDO = np.array([1, 0, -1, _DROP, _PICKUP, _TOGGLE, -1], dtype=np.int64)
@@ -125,14 +130,16 @@ class MiniGridNoOpMask(gym.Wrapper, gym.utils.RecordConstructorArgs):
     (:func:`forbid_undo`); with ``return_window``, also the moves that would bring the agent back to where it stood
     within its last moves (:func:`forbid_returns`); with ``no_revisit``, to where it stood at any time since its last
     pickup, drop or toggle, or where every move does, to the poses it left more often than others (:func:`forbid_revisits`);
-    with ``keep_doors_open``, the toggle that would close a door (:func:`forbid_closing`).
+    with ``keep_doors_open``, the toggle that would close a door (:func:`forbid_closing`); with ``no_repick``, picking up
+    the object dropped with the agent's last change (:func:`~sb3_dirpg.envs.minigrid.move_window.forbid_repick`).
 
     The no-op masks are a function of the agent's own observation (the cell it faces and what it carries are in its
     view), so a policy that applies them is still a policy of the observation; with ``no_undo`` it is a policy of the
-    observation and the agent's last action, with ``return_window`` or ``no_revisit`` of its moves. A memoryless greedy
-    policy whose most likely action does nothing, undoes the last one or closes a loop (turning four times, pacing,
-    patrolling a corridor) repeats it for ever; with the masks it cannot. DirPG's search and evaluation apply the masks; the
-    compiled simulator computes the same masks from its observations and the actions it steps.
+    observation and the agent's last action, with ``return_window``, ``no_revisit`` or ``no_repick`` of its moves. A
+    memoryless greedy policy whose most likely action does nothing, undoes the last one or closes a loop (turning four
+    times, pacing, patrolling a corridor, dropping a key and taking it back) repeats it for ever; with the masks it
+    cannot. DirPG's search and evaluation apply the masks; the compiled simulator computes the same masks from its
+    observations and the actions it steps.
 
     The rule is that of ``MiniGridEnv.step``, which KeyCorridor, ObstructedMaze, DoorKey and the other envs of the
     compiled simulator keep (tests/test_noop_mask.py checks it by stepping every action). An env whose ``step`` gives an
@@ -147,6 +154,7 @@ class MiniGridNoOpMask(gym.Wrapper, gym.utils.RecordConstructorArgs):
         its last pickup, drop or toggle that changed something (a window with no bound; pass ``return_window`` 0), and
         where every legal action is such a move, those to the poses it left more often than the least left one
     :param keep_doors_open: also mask the toggle that would close an open door
+    :param no_repick: also mask picking up the object the agent dropped with its last change (a drop, then only moves)
     """
 
     def __init__(
@@ -157,10 +165,11 @@ class MiniGridNoOpMask(gym.Wrapper, gym.utils.RecordConstructorArgs):
         return_window: int = 0,
         no_revisit: bool = False,
         keep_doors_open: bool = False,
+        no_repick: bool = False,
     ) -> None:
         gym.utils.RecordConstructorArgs.__init__(
             self, keep_done=keep_done, no_undo=no_undo, return_window=return_window, no_revisit=no_revisit,
-            keep_doors_open=keep_doors_open,
+            keep_doors_open=keep_doors_open, no_repick=no_repick,
         )  # fmt: skip
         gym.Wrapper.__init__(self, env)
         base = env.unwrapped
@@ -168,7 +177,10 @@ class MiniGridNoOpMask(gym.Wrapper, gym.utils.RecordConstructorArgs):
             raise ValueError(f"MiniGridNoOpMask needs a MiniGrid env, got {base!r}")
         if not isinstance(env.action_space, gym.spaces.Discrete) or env.action_space.n != N_MINIGRID_ACTIONS:
             raise ValueError(f"MiniGridNoOpMask needs MiniGrid's {N_MINIGRID_ACTIONS} actions, got {env.action_space}")
-        flags = {"keep_done": keep_done, "no_undo": no_undo, "no_revisit": no_revisit, "keep_doors_open": keep_doors_open}
+        flags = {
+            "keep_done": keep_done, "no_undo": no_undo, "no_revisit": no_revisit, "keep_doors_open": keep_doors_open,
+            "no_repick": no_repick,
+        }  # fmt: skip
         for name, value in flags.items():
             if not isinstance(value, (bool, np.bool_)):
                 raise ValueError(f"MiniGridNoOpMask: {name} must be a bool, got {value!r}")
@@ -183,18 +195,20 @@ class MiniGridNoOpMask(gym.Wrapper, gym.utils.RecordConstructorArgs):
                 f"MiniGridNoOpMask: no_revisit masks every return, so return_window={return_window} adds nothing: pass 0"
             )
         self.keep_done, self.no_undo, self.return_window = bool(keep_done), bool(no_undo), int(return_window)
-        self.no_revisit, self.keep_doors_open = bool(no_revisit), bool(keep_doors_open)
+        self.no_revisit, self.keep_doors_open, self.no_repick = bool(no_revisit), bool(keep_doors_open), bool(no_repick)
         self._base = base
         # episode state (snapshots keep it): the action that would undo the last step (-1 for none), the recent moves,
-        # the times each pose was left since the last change (bytes, which snapshots share; empty: none)
+        # the times each pose was left since the last change (bytes, which snapshots share; empty: none), the cell of the
+        # object dropped with the last change (NO_DROP: none)
         self._undo = -1
         self._window = 0
         self._visits = b""
+        self._dropped = NO_DROP
 
     def reset(self, **kwargs: Any) -> tuple[Any, dict[str, Any]]:
         """:param kwargs: ``reset``'s arguments
         :return: the first observation and info"""
-        self._undo, self._window, self._visits = -1, 0, b""
+        self._undo, self._window, self._visits, self._dropped = -1, 0, b"", NO_DROP
         return self.env.reset(**kwargs)
 
     def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
@@ -203,17 +217,20 @@ class MiniGridNoOpMask(gym.Wrapper, gym.utils.RecordConstructorArgs):
         base = self._base
         position, direction = tuple(int(v) for v in base.agent_pos), int(base.agent_dir)
         carried, front = encoded_cell(base.carrying), encoded_cell(front_cell(base))
+        front_xy = base.front_pos
         result = self.env.step(action)
         action = int(action)
         self._undo = int(UNDO[action]) if self.no_undo else -1
-        if self.return_window or self.no_revisit:
+        if self.return_window or self.no_revisit or self.no_repick:
             moved = tuple(base.agent_pos) != position
             changed = action in (_PICKUP, _DROP, _TOGGLE) and not (
                 np.array_equal(encoded_cell(base.carrying), carried) and np.array_equal(encoded_cell(front_cell(base)), front)
             )
+            if self.no_repick:
+                self._dropped = remember_drop(self._dropped, action, changed, int(front_xy[1]) * base.width + int(front_xy[0]))
             if self.return_window:
                 self._window = push_move(self._window, action, moved, changed)
-            else:
+            elif self.no_revisit:
                 visits = self._visit_counts()
                 pose = np.array([*position, direction], dtype=np.int64)
                 count_visit(visits, 0, 0, pose, base.width, moved or int(base.agent_dir) != direction, changed)
@@ -237,6 +254,9 @@ class MiniGridNoOpMask(gym.Wrapper, gym.utils.RecordConstructorArgs):
             forbid_closing(front[None], masks[None])
         if self._undo >= 0:
             masks[self._undo] = False
+        if self.no_repick:
+            poses = np.array([[*base.agent_pos, base.agent_dir, 0, 0, self._dropped]], dtype=np.int64)
+            forbid_repick(poses, np.zeros(1, dtype=np.int64), base.width, masks[None])
         if self.return_window:
             forbid_returns(np.array([self._window]), np.zeros(1, dtype=np.bool_), self.return_window, masks[None])
         if self.no_revisit:
@@ -248,9 +268,9 @@ class MiniGridNoOpMask(gym.Wrapper, gym.utils.RecordConstructorArgs):
     def compiled_flags(self) -> int:
         """:return: the masks for the compiled simulator: bit 0 ``keep_done``, bit 1 ``no_undo``, bits 2-6
         ``return_window`` (:func:`return_window_of`), :data:`NO_REVISIT_FLAG` ``no_revisit``,
-        :data:`KEEP_DOORS_OPEN_FLAG` ``keep_doors_open``"""
+        :data:`KEEP_DOORS_OPEN_FLAG` ``keep_doors_open``, :data:`NO_REPICK_FLAG` ``no_repick``"""
         return (int(self.keep_done) | int(self.no_undo) << 1 | self.return_window << 2 | NO_REVISIT_FLAG * self.no_revisit
-                | KEEP_DOORS_OPEN_FLAG * self.keep_doors_open)  # fmt: skip
+                | KEEP_DOORS_OPEN_FLAG * self.keep_doors_open | NO_REPICK_FLAG * self.no_repick)  # fmt: skip
 
 
 @njit(cache=True)
@@ -274,7 +294,8 @@ def fill_compiled_masks(
     masks: np.ndarray,
 ) -> None:
     """The legal actions of the states a compiled step reached, under :class:`MiniGridNoOpMask` with ``flags``: the
-    no-ops, then the closing toggles, the undo, the returns within the window and the revisits, in the env path's order;
+    no-ops, then the closing toggles, the undo, the repick, the returns within the window and the revisits (which never
+    empty a mask, so they come last), in the env path's order;
     a terminal state keeps every action. The compiled simulator's step and its search loop both call it.
 
     :param front: the encoded cell in front of the agent, uint8, shape (n, 3)
@@ -282,7 +303,7 @@ def fill_compiled_masks(
     :param actions: the action of each step, int64, shape (n,)
     :param terminal: whether each step ended its trajectory, bool, shape (n,)
     :param reached: the state store's row of each reached state (-1: none kept), int64, shape (n,)
-    :param agent: the state store's agent columns (column 4: the packed move window)
+    :param agent: the state store's agent columns (column 4: the packed move window, 5: the cell of the last drop)
     :param visits: the state store's counts per pose (:func:`~sb3_dirpg.envs.minigrid.move_window.count_visit`)
     :param width: the grid's width
     :param flags: a :attr:`MiniGridNoOpMask.compiled_flags`
@@ -293,6 +314,8 @@ def fill_compiled_masks(
         forbid_closing(front, masks)
     if flags & 2:
         forbid_undo(actions, terminal, masks)
+    if flags & NO_REPICK_FLAG:
+        forbid_repick(agent, reached, width, masks)
     window = return_window_of(flags)
     if window:
         windows = np.zeros(reached.shape[0], np.int64)

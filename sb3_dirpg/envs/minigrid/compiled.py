@@ -35,7 +35,7 @@ from sb3_dirpg.envs.minigrid.compiled_grid_bound import new_paths, steps_to_succ
 from sb3_dirpg.envs.minigrid.compiled_search import LoopSimulator, search_iterations
 from sb3_dirpg.envs.minigrid.fast_obs import FastObservation, encode_cells, fast_gen_obs
 from sb3_dirpg.envs.minigrid.grid_bound import MiniGridBound, success_targets
-from sb3_dirpg.envs.minigrid.move_window import pose_slots
+from sb3_dirpg.envs.minigrid.move_window import NO_DROP, pose_slots
 from sb3_dirpg.envs.minigrid.progress import MiniGridProgressBound, MiniGridProgressReward
 from sb3_dirpg.envs.minigrid.wrappers import DirectionImageObs, MiniGridShapedReward, MissionObs, encode_mission
 from sb3_dirpg.search import fused
@@ -204,7 +204,7 @@ class CompiledMiniGridSimulator(VecSimulator):
         self._compiled_batch = False  # whether the current batch runs on the arrays (False: on the envs)
         slots = pose_slots(width, height) if noop is not None and noop.no_revisit else 0
         self._store = kernels.Store(
-            np.zeros((1024, 5), dtype=np.int64), np.zeros((1024, 3), dtype=np.uint8), np.zeros(1024, dtype=np.int32),
+            np.zeros((1024, 6), dtype=np.int64), np.zeros((1024, 3), dtype=np.uint8), np.zeros(1024, dtype=np.int32),
             np.zeros((64, height, width, 3), dtype=np.uint8), np.zeros(2, dtype=np.int64), np.zeros(1024, dtype=np.int64),
             np.zeros((1024, slots), dtype=np.uint8),
         )  # fmt: skip
@@ -334,7 +334,7 @@ class CompiledMiniGridSimulator(VecSimulator):
         self._reserve_store(s + 1, g + 1)
         store = self._store
         store.grids[g] = cells
-        store.agent[s] = (x, y, int(base.agent_dir), int(base.step_count), 0)
+        store.agent[s] = (x, y, int(base.agent_dir), int(base.step_count), 0, NO_DROP)
         store.visits[s] = 0
         store.carry[s] = carried
         store.grid_of[s] = g

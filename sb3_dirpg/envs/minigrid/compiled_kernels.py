@@ -50,7 +50,7 @@ from sb3_dirpg.envs.minigrid.compiled_constants import (  # noqa: F401 (re-expor
     WALL,
 )
 from sb3_dirpg.envs.minigrid.compiled_grid_bound import UNREACHABLE, grid_bound, steps_to_success
-from sb3_dirpg.envs.minigrid.move_window import count_visit, push_move
+from sb3_dirpg.envs.minigrid.move_window import count_visit, push_move, remember_drop
 
 MAX_VIEW = 62  # the widest view whose rows fit the bits of an int64
 GENERATION_SHIFT = 32  # a snapshot is (generation << 32) | row
@@ -60,8 +60,9 @@ class Store(NamedTuple):
     """Every state reached since the last reset, one row each; a state shares its parent's grid row unless its step
     changed a cell. ``S`` and ``G`` are the capacities.
 
-    :param agent: x, y, direction, step count and the recent moves (packed by
-        :func:`~sb3_dirpg.envs.minigrid.move_window.push_move`), int64, shape (S, 5)
+    :param agent: x, y, direction, step count, the recent moves (packed by
+        :func:`~sb3_dirpg.envs.minigrid.move_window.push_move`) and the cell of the last drop
+        (:func:`~sb3_dirpg.envs.minigrid.move_window.remember_drop`), int64, shape (S, 6)
     :param carry: the carried object's encoding (type 0: nothing; a box's state as in ``grids``), uint8, shape (S, 3)
     :param grid_of: the state's row in ``grids``, int32, shape (S,)
     :param grids: grids as MiniGrid encodes them, cell (x, y) at ``[y, x]``, uint8, shape (G, H, W, 3); a box's
@@ -468,6 +469,7 @@ def step_states(batch: Batch, store: Store, rules: Rules, episodes: Episodes, bo
         terminal[r] = False
         agent[n_states, 0], agent[n_states, 1], agent[n_states, 2], agent[n_states, 3] = x, y, direction, steps
         agent[n_states, 4] = push_move(agent[s, 4], action, x != x0 or y != y0, changed)
+        agent[n_states, 5] = remember_drop(agent[s, 5], action, changed, fy * width + fx)
         if visits.shape[1]:
             pose[0], pose[1], pose[2] = x0, y0, agent[s, 2]
             count_visit(visits, s, n_states, pose, width, x != x0 or y != y0 or direction != agent[s, 2], changed)

@@ -1,7 +1,8 @@
 """The agent's recent moves, packed in one int per state, and the rule that masks the moves returning to where the
 agent stood among them (``MiniGridNoOpMask(return_window=...)``); the times it left each pose since its last change, and
-the same rule over all of them (``MiniGridNoOpMask(no_revisit=True)``). The env path and the compiled simulator (its step
-kernel keeps the packed moves and the counts in its state store) call the same functions."""
+the same rule over all of them (``MiniGridNoOpMask(no_revisit=True)``); the cell where it last dropped an object, and the
+rule that masks picking it up again (``MiniGridNoOpMask(no_repick=True)``). The env path and the compiled simulator (its
+step kernel keeps the packed moves, the counts and the cell in its state store) call the same functions."""
 
 from __future__ import annotations
 
@@ -12,7 +13,9 @@ from numba import njit
 MAX_RETURN_WINDOW = 24
 _COUNT_BITS = 5  # the count's bits, below the moves
 _COUNT = (1 << _COUNT_BITS) - 1
-_FORWARD = 2
+_FORWARD, _PICKUP, _DROP = 2, 3, 4
+#: :func:`remember_drop`'s cell when the agent has dropped nothing since its last change
+NO_DROP = -1
 #: MiniGrid's direction vectors (0 right, 1 down, 2 left, 3 up; a right turn adds 1)
 _DIR_X, _DIR_Y = np.array([1, 0, -1, 0], dtype=np.int64), np.array([0, 1, 0, -1], dtype=np.int64)
 
@@ -152,3 +155,43 @@ def forbid_revisits(visits: np.ndarray, poses: np.ndarray, rows: np.ndarray, wid
         for a in range(3):
             if masks[r, a] and counts[a] > fewest:
                 masks[r, a] = False
+
+
+@njit(cache=True)
+def remember_drop(dropped: int, action: int, changed: bool, front: int) -> int:
+    """The cell where the agent dropped an object with its last change, after one more step.
+
+    :param dropped: the cell before the step (``y * width + x``), or :data:`NO_DROP`
+    :param action: the step's MiniGrid action
+    :param changed: whether the step changed the grid or what the agent carries (as :func:`push_move`'s)
+    :param front: the cell the agent faced before the step (``y * width + x``)
+    :return: ``front`` after a drop; :data:`NO_DROP` after any other change (a pickup, a toggle that did something);
+        ``dropped`` after a step that changed nothing
+    """
+    if not changed:
+        return dropped
+    return front if action == _DROP else NO_DROP
+
+
+@njit(cache=True)
+def forbid_repick(poses: np.ndarray, rows: np.ndarray, width: int, masks: np.ndarray) -> None:
+    """Mask ``pickup`` where the agent faces the object it dropped with its last change: picking it up again would give
+    back the grid and the load it had before that drop. A greedy policy that drops a key and picks it up again, walking
+    between, repeats that for ever, and every pickup or drop empties the memory of ``no_revisit`` and
+    ``return_window``. Another pickup or a toggle that did something makes the object free again, so the legitimate
+    swap (drop the key, move the ball out of the way, take the key back) stays open. ``left`` and ``right`` stay legal.
+
+    :param poses: the agent's x, y and direction in each state, then (column 5) its :func:`remember_drop` cell, int64,
+        shape (S, 6)
+    :param rows: the row of each masked state in ``poses``, -1 for a state that ended its trajectory (no mask to change
+        there), int64, shape (n,)
+    :param width: the grid's width
+    :param masks: in/out: the legal actions, bool, shape (n, 7)
+    """
+    for r in range(rows.shape[0]):
+        s = rows[r]
+        if s < 0 or poses[s, 5] == NO_DROP:
+            continue
+        d = poses[s, 2]
+        if (poses[s, 1] + _DIR_Y[d]) * width + poses[s, 0] + _DIR_X[d] == poses[s, 5]:
+            masks[r, _PICKUP] = False
