@@ -154,6 +154,46 @@ def test_frontier_curriculum_trains_on_the_wrappers_it_is_given(tmp_path: Path, 
     assert built.count([]) == 2 and built.count([wrapper]) == 2  # evaluation: 2 maps; training: the model, its stage
 
 
+def test_frontier_target_wrappers_build_the_stages_with_the_targets_masks(tmp_path: Path) -> None:
+    """``--target-wrappers``: a stage before the target trains and is evaluated on its own env, with the target entry's
+    wrappers (KeyCorridorS3R3's MiniGridNoOpMask; S3R1's entry has none); without it, with its own; a resume must say
+    the same."""
+    import gymnasium as gym
+
+    from sb3_dirpg.envs import MiniGridNoOpMask
+    from sb3_dirpg.experiments import frontier
+
+    def has_mask(env: Any) -> bool:
+        while isinstance(env, gym.Wrapper):
+            if isinstance(env, MiniGridNoOpMask):
+                return True
+            env = env.env
+        return False
+
+    stage, target = "MiniGrid-KeyCorridorS3R1-v0", "MiniGrid-KeyCorridorS3R3-v0"
+    assert not has_mask(frontier._entry_env(stage)[1]) and has_mask(frontier._entry_env(target)[1])
+    built: list[tuple[str, bool]] = []
+    build = frontier._entry_env
+
+    def spy(env_id: str, params: Sequence[str] = (), own_step_limit: bool = False) -> Any:
+        settings, env = build(env_id, params, own_step_limit)
+        built.append((env_id, has_mask(env)))
+        return settings, env
+
+    args = ["--curriculum", f"{stage}:1000", f"{target}:1000", "--every", "1000", "--maps", "2", "--params",
+            "search_budget:300", "--out", str(tmp_path), "--tag"]  # fmt: skip
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(frontier, "_entry_env", spy)
+        record = frontier.main(args + ["tw", "--target-wrappers"])
+        assert record["target_wrappers"] and {point["stage"] for point in record["points"]} == {stage, target}
+        assert set(built) == {(stage, True), (target, True)}
+        built.clear()
+        frontier.main(args + ["own"])
+        assert set(built) == {(stage, False), (target, True)}
+    with pytest.raises(ValueError, match="target_wrappers=True"):
+        frontier.main(args[:2] + [f"{target}:2000"] + args[3:] + ["tw"])
+
+
 def test_frontier_evaluates_the_average_and_the_trained_weights(tmp_path: Path) -> None:
     """With ``ema_decay`` the frontier's points hold the average's success (what ``predict`` plays) and the trained
     weights' (``*_trained``); the greedy one of the trained weights is the trained policy's own."""

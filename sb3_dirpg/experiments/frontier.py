@@ -9,7 +9,9 @@ interaction of the search counts as a training interaction: that is what a map c
 ``--curriculum`` trains one policy through a sequence of envs (``ENV:INTERACTIONS`` stages, the last one the target),
 with the target's DirPG settings and each stage's own env entry (step limit, wrappers). A stage ends when its
 interactions are spent or, before that, when its own held-out success (sampled and greedy) reaches ``--advance`` (what
-it leaves unspent is not passed on; a run resumes with its last stage made longer).
+it leaves unspent is not passed on; a run resumes with its last stage made longer). With ``--target-wrappers`` the
+stages before the target train and are evaluated with the target entry's wrappers in place of their own: the same
+action masks, say, so that every stage trains the policy that the target's masks define.
 Every ``--every`` interactions the policy is played without search on 200 held-out seeds of the target (from
 10000), with the env's own step limit and reward (an entry's ``max_steps`` and its shaping apply to training only),
 sampled and greedy; interactions count every stage's. The run checkpoints
@@ -138,6 +140,7 @@ def train_curriculum(
     advance: float = 0.9,
     n_maps: int = 200,
     params: Sequence[str] = (),
+    target_wrappers: bool = False,
 ) -> dict[str, Any]:
     """Train one DirPG policy through ``stages`` (the last is the target), evaluating on the target's held-out seeds.
 
@@ -151,6 +154,8 @@ def train_curriculum(
     :param n_maps: held-out seeds per evaluation
     :param params: ``key:value`` changes of DirPG's settings (the target's entry); an ``env_wrapper`` among them also
         replaces every stage's wrappers in training (not at evaluation, which keeps the entries' envs)
+    :param target_wrappers: build the stages before the target, for training and evaluation, with the target entry's
+        ``env_wrapper`` in place of their own (an ``env_wrapper`` of ``params`` still replaces it in training)
     :return: the record: the stages and the points (interactions, stage, the target's and the stage's success)
     """
     import torch as th
@@ -168,16 +173,24 @@ def train_curriculum(
     checkpoint = path.with_suffix(".zip")
     record: dict[str, Any] = json.loads(path.read_text()) if path.exists() and checkpoint.exists() else {}
     record = record or {"stages": [list(stage) for stage in stages], "params": list(params), "seed": seed, "points": [],
-                        "stage_ends": []}  # fmt: skip
+                        "stage_ends": [], "target_wrappers": target_wrappers}  # fmt: skip
     if record["stages"][:-1] != [list(stage) for stage in stages[:-1]] or record["stages"][-1][0] != target:
         raise ValueError(f"{path} holds a run with other stages: {record['stages']}; pass --tag to start another")
+    if record.get("target_wrappers", False) != target_wrappers:
+        raise ValueError(f"{path} holds a run with target_wrappers={not target_wrappers}; pass --tag to start another")
     record["stages"] = [list(stage) for stage in stages]  # the last stage may run longer than before
     seeds = list(range(10_000, 10_000 + n_maps))
-    evaluation = {env_id: [_entry_env(env_id, own_step_limit=True)[1] for _ in seeds] for env_id in dict(stages)}
+    target_wrapper = [f"env_wrapper:{entry(target, 'dirpg').get('env_wrapper')!r}"] if target_wrappers else []
+
+    def stage_wrappers(env_id: str) -> list[str]:
+        return target_wrapper if env_id != target else []
+
+    evaluation = {env_id: [_entry_env(env_id, stage_wrappers(env_id), own_step_limit=True)[1] for _ in seeds]
+                  for env_id in dict(stages)}  # fmt: skip
     wrappers = [param for param in params if param.split(":", 1)[0] == "env_wrapper"]  # the training envs' own
 
     def training_env(env_id: str) -> Any:
-        return _entry_env(env_id, wrappers)[1]
+        return _entry_env(env_id, wrappers or stage_wrappers(env_id))[1]
 
     made = record["points"][-1]["interactions"] if record["points"] else 0
     model = (DirPG.load(checkpoint, env=training_env(stages[0][0]), device="cpu") if made else
@@ -314,6 +327,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
                         help="train through these stages, the last one the target")
     parser.add_argument("--every", type=int, default=100_000, help="interactions between a curriculum's evaluations")
     parser.add_argument("--advance", type=float, default=0.9, help="a curriculum stage's success that ends it early")
+    parser.add_argument("--target-wrappers", action="store_true",
+                        help="train and evaluate a curriculum's stages with the target entry's wrappers")
     parser.add_argument("--envs", nargs="+", default=list(TARGETS), help="env ids with a DirPG entry")
     parser.add_argument("--budgets", nargs="+", type=int, default=list(DEFAULT_BUDGETS))
     parser.add_argument("--maps", type=int, default=None,
@@ -341,7 +356,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
             parser.error(str(error))
         (out / "frontier").mkdir(parents=True, exist_ok=True)
         return train_curriculum(stages, args.every, args.seed, out / "frontier" / f"{args.tag}-s{args.seed}.json",
-                                args.advance, args.maps or 200, args.params)  # fmt: skip
+                                args.advance, args.maps or 200, args.params, args.target_wrappers)  # fmt: skip
     if args.params and args.tag == "entry":
         parser.error("--params make a variant of the entries: name it with --tag (the tag 'entry' is the entries' own)")
     out.mkdir(parents=True, exist_ok=True)
