@@ -217,7 +217,7 @@ class MiniGridNoOpMask(gym.Wrapper, gym.utils.RecordConstructorArgs):
         base = self._base
         position, direction = tuple(int(v) for v in base.agent_pos), int(base.agent_dir)
         carried, front = encoded_cell(base.carrying), encoded_cell(front_cell(base))
-        front_xy = base.front_pos
+        front_index = int(base.front_pos[1]) * base.width + int(base.front_pos[0]) if self.no_repick else NO_DROP
         result = self.env.step(action)
         action = int(action)
         self._undo = int(UNDO[action]) if self.no_undo else -1
@@ -227,7 +227,7 @@ class MiniGridNoOpMask(gym.Wrapper, gym.utils.RecordConstructorArgs):
                 np.array_equal(encoded_cell(base.carrying), carried) and np.array_equal(encoded_cell(front_cell(base)), front)
             )
             if self.no_repick:
-                self._dropped = remember_drop(self._dropped, action, changed, int(front_xy[1]) * base.width + int(front_xy[0]))
+                self._dropped = remember_drop(self._dropped, action, changed, front_index)
             if self.return_window:
                 self._window = push_move(self._window, action, moved, changed)
             elif self.no_revisit:
