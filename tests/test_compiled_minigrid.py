@@ -258,6 +258,9 @@ def _play_both(
             hands_empty = want.obs[r]["image"][view // 2, view - 1, 0] == 1
             if not want.terminal[r] and actions[r] != 4 and hands_empty and front(want.obs[r]) in (5, 6, 7):
                 seen |= set() if want.masks[r, 3] else {"repick masked"}  # not the undo of a drop: no_repick's mask
+            carries_key = want.obs[r]["image"][view // 2, view - 1, 0] == 5
+            if not want.terminal[r] and actions[r] != 3 and carries_key and front(want.obs[r]) == 1:
+                seen |= set() if want.masks[r, 4] else {"key drop masked"}  # not the undo of a pickup: keep_key's mask
             if want.terminal[r]:
                 assert got.snapshots[r] is None
             else:
@@ -318,7 +321,8 @@ def _learn_alike(models: dict[str, Any], interactions: int) -> None:
 def test_compiled_noop_masks_are_the_envs(env_id: str) -> None:
     """With MiniGridNoOpMask in the chain, the compiled simulator's masks (read off its observations and the actions it
     steps) equal the env's (read off its state and its last step), bit for bit, with every other output; with and
-    without ``no_undo``, with ``return_window`` or ``no_revisit``, and with ``no_repick`` (which must mask a pickup)."""
+    without ``no_undo``, with ``return_window`` or ``no_revisit``, with ``no_repick`` (which must mask a pickup), and on
+    DoorKey with ``keep_key`` (which must mask a key's drop)."""
     env_kwargs, events = FAMILIES[env_id]
     seen = _play_both(env_id, env_kwargs, 1.0, False, seed=0, iterations=80, noop_mask={})
     seen |= _play_both(env_id, {}, 0.99, False, seed=1, iterations=40, bound_class=MiniGridProgressBound,
@@ -331,18 +335,26 @@ def test_compiled_noop_masks_are_the_envs(env_id: str) -> None:
     repick = _play_both(env_id, {}, 1.0, False, seed=4, iterations=120, noop_mask={"no_repick": True, "return_window": 8})
     repick |= _play_both(env_id, {}, 1.0, False, seed=5, iterations=120, noop_mask={**memory, "no_repick": True})
     assert "repick masked" in repick, f"random play on {env_id} never met no_repick's mask: the comparison missed it"
+    assert "key drop masked" not in seen | repick, "a key drop was masked without keep_key"
+    if env_id == "MiniGrid-DoorKey-5x5-v0":  # the family with a locked door
+        kept = _play_both(env_id, {}, 1.0, False, seed=6, iterations=120, noop_mask={"keep_key": True, "no_repick": True})
+        kept |= _play_both(env_id, {}, 1.0, False, seed=7, iterations=120, noop_mask={**memory, "keep_key": True})
+        assert "key drop masked" in kept, f"random play on {env_id} never met keep_key's mask: the comparison missed it"
 
 
 @pytest.mark.parametrize(
     "returns",
-    [{"return_window": 24}, {"no_revisit": True, "keep_doors_open": True}, {"return_window": 8, "no_repick": True}],
-)
+    [
+        {"return_window": 24}, {"no_revisit": True, "keep_doors_open": True}, {"return_window": 8, "no_repick": True},
+        {"no_revisit": True, "keep_doors_open": True, "keep_key": True},
+    ],
+)  # fmt: skip
 def test_the_compiled_loop_learns_the_same_parameters_with_noop_masks(returns: dict[str, Any]) -> None:
-    """KeyCorridorS3R3 with MiniGridNoOpMask (``no_undo``, and ``return_window``, ``no_revisit`` or ``no_repick``): the
-    same seed learns bit-identical parameters on the env and in the compiled search loop, whose masks come from its own
-    observations, actions and recent moves, and the masks kept the search off the no-ops. The repick is masked before
-    the window's returns, which never empty a mask; the other way round, a state whose one legal action left was a
-    pickup lost it, and the search refused the empty mask."""
+    """KeyCorridorS3R3 with MiniGridNoOpMask (``no_undo``, and ``return_window``, ``no_revisit``, ``no_repick`` or
+    ``keep_key``): the same seed learns bit-identical parameters on the env and in the compiled search loop, whose masks
+    come from its own observations, actions, recent moves and grids, and the masks kept the search off the no-ops. The
+    repick is masked before the window's returns, which never empty a mask; the other way round, a state whose one legal
+    action left was a pickup lost it, and the search refused the empty mask."""
 
     def make() -> gym.Env:
         return _progress_chain("MiniGrid-KeyCorridorS3R3-v0", noop_mask={"no_undo": True, **returns})

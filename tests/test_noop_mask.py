@@ -171,6 +171,38 @@ def test_no_repick_masks_exactly_the_pickups_that_undo_the_last_drop(env_id: str
     assert repicks > 5 and (others > 2 or "KeyCorridor" in env_id), f"{env_id}: {repicks} repicks, {others} other pickups"
 
 
+@pytest.mark.parametrize("env_id", ["MiniGrid-KeyCorridorS3R3-v0", "MiniGrid-DoorKey-5x5-v0"])
+def test_keep_key_masks_exactly_the_drops_of_a_key_whose_door_is_locked(env_id: str) -> None:
+    """With ``keep_key``, after each step of random walks (pickups, drops and toggles favoured) the masks are the no-op
+    masks but for ``drop``, which is masked exactly when the agent carries a key and the grid holds a locked door of its
+    colour (read off the env's objects). The walks must meet such drops, and key drops after the door opened."""
+    env, plain = MiniGridNoOpMask(gym.make(env_id), keep_key=True), MiniGridNoOpMask(gym.make(env_id))
+    rng = np.random.default_rng(5)
+    weights = np.array([1.0, 1.0, 1.0, 6.0, 2.0, 6.0, 1.0])
+    kept, freed = 0, 0
+    for seed in range(16):
+        env.reset(seed=seed)
+        plain.reset(seed=seed)
+        for _ in range(150):
+            masks, free = env.action_masks(), plain.action_masks()
+            base = env.unwrapped
+            key = base.carrying is not None and base.carrying.type == "key"
+            locked = key and any(
+                obj is not None and obj.type == "door" and obj.is_locked and obj.color == base.carrying.color
+                for obj in base.grid.grid
+            )
+            keeps = bool(free[DROP]) and locked
+            kept, freed = kept + int(keeps), freed + int(bool(free[DROP]) and key and not locked)
+            np.testing.assert_array_equal(masks, free & ~(np.arange(7) == DROP) if keeps else free)
+            legal = np.flatnonzero(masks)
+            action = int(rng.choice(legal, p=weights[legal] / weights[legal].sum()))
+            _, _, terminated, truncated, _ = env.step(action)
+            plain.step(action)
+            if terminated or truncated:
+                break
+    assert kept > 5 and freed > 5, f"{env_id}: {kept} key drops masked, {freed} left legal"
+
+
 @pytest.mark.parametrize(
     "env_id, window",
     [
@@ -236,6 +268,8 @@ def test_noop_mask_refuses_what_it_cannot_mask() -> None:
         MiniGridNoOpMask(gym.make("MiniGrid-Empty-5x5-v0"), keep_doors_open=None)
     with pytest.raises(ValueError, match="no_repick must be a bool"):
         MiniGridNoOpMask(gym.make("MiniGrid-Empty-5x5-v0"), no_repick=1)
+    with pytest.raises(ValueError, match="keep_key must be a bool"):
+        MiniGridNoOpMask(gym.make("MiniGrid-Empty-5x5-v0"), keep_key="yes")
     with pytest.raises(ValueError, match="no_revisit must be a bool"):
         MiniGridNoOpMask(gym.make("MiniGrid-Empty-5x5-v0"), no_revisit="yes")
     with pytest.raises(ValueError, match="return_window=8 adds nothing"):

@@ -41,6 +41,8 @@ NO_REVISIT_FLAG = 1 << 7
 KEEP_DOORS_OPEN_FLAG = 1 << 8
 #: :attr:`MiniGridNoOpMask.compiled_flags`' bit for ``no_repick``
 NO_REPICK_FLAG = 1 << 9
+#: :attr:`MiniGridNoOpMask.compiled_flags`' bit for ``keep_key``
+KEEP_KEY_FLAG = 1 << 10
 _WINDOW_BITS = 31
 #: the action that undoes each action right after it (left, right; pickup, drop; toggle a door), -1 for none
 UNDO = np.array([1, 0, -1, _DROP, _PICKUP, _TOGGLE, -1], dtype=np.int64)
@@ -90,6 +92,30 @@ def forbid_closing(front: np.ndarray, masks: np.ndarray) -> None:
 
 
 @njit(cache=True)
+def forbid_key_drop(carried: np.ndarray, grids: np.ndarray, grid_rows: np.ndarray, masks: np.ndarray) -> None:
+    """Mask ``drop`` where the agent carries a key and a door of the key's colour is still locked: in KeyCorridor the
+    key has one use, its door, and nothing stands in the way, so a key dropped before that is a key to fetch again. A
+    greedy policy that drops the key and walks off fails there; one that drops it and takes it back loops. Not for
+    ObstructedMaze, where a ball may block the locked door and the key must be put down to move it.
+
+    :param carried: the encoded object the agent carries, uint8, shape (n, 3)
+    :param grids: encoded grids (type, colour, state per cell, in any cell order), uint8, shape (G, H, W, 3)
+    :param grid_rows: the row of each masked state's grid in ``grids``, -1 for a state that ended its trajectory (no
+        mask to change there), int64, shape (n,)
+    :param masks: in/out: the legal actions, bool, shape (n, 7)
+    """
+    for r in range(carried.shape[0]):
+        g = grid_rows[r]
+        if g < 0 or not masks[r, _DROP] or carried[r, 0] != _KEY:
+            continue
+        cells = grids[g].reshape(-1, 3)
+        for c in range(cells.shape[0]):
+            if cells[c, 0] == _DOOR and cells[c, 1] == carried[r, 1] and cells[c, 2] == _LOCKED:
+                masks[r, _DROP] = False
+                break
+
+
+@njit(cache=True)
 def forbid_undo(actions: np.ndarray, terminal: np.ndarray, masks: np.ndarray) -> None:
     """Mask, in each state reached by a step, the action that would undo that step (:data:`UNDO`): turning back, putting
     down what was just picked up, picking up what was just dropped, toggling a door back. A shortest way never has such a
@@ -131,7 +157,8 @@ class MiniGridNoOpMask(gym.Wrapper, gym.utils.RecordConstructorArgs):
     within its last moves (:func:`forbid_returns`); with ``no_revisit``, to where it stood at any time since its last
     pickup, drop or toggle, or where every move does, to the poses it left more often than others (:func:`forbid_revisits`);
     with ``keep_doors_open``, the toggle that would close a door (:func:`forbid_closing`); with ``no_repick``, picking up
-    the object dropped with the agent's last change (:func:`~sb3_dirpg.envs.minigrid.move_window.forbid_repick`).
+    the object dropped with the agent's last change (:func:`~sb3_dirpg.envs.minigrid.move_window.forbid_repick`); with
+    ``keep_key``, dropping a key while a door of its colour is locked (:func:`forbid_key_drop`).
 
     The no-op masks are a function of the agent's own observation (the cell it faces and what it carries are in its
     view), so a policy that applies them is still a policy of the observation; with ``no_undo`` it is a policy of the
@@ -155,6 +182,8 @@ class MiniGridNoOpMask(gym.Wrapper, gym.utils.RecordConstructorArgs):
         where every legal action is such a move, those to the poses it left more often than the least left one
     :param keep_doors_open: also mask the toggle that would close an open door
     :param no_repick: also mask picking up the object the agent dropped with its last change (a drop, then only moves)
+    :param keep_key: also mask dropping a key while a door of its colour is locked (for envs where nothing blocks that
+        door, such as KeyCorridor; not ObstructedMaze)
     """
 
     def __init__(
@@ -166,10 +195,11 @@ class MiniGridNoOpMask(gym.Wrapper, gym.utils.RecordConstructorArgs):
         no_revisit: bool = False,
         keep_doors_open: bool = False,
         no_repick: bool = False,
+        keep_key: bool = False,
     ) -> None:
         gym.utils.RecordConstructorArgs.__init__(
             self, keep_done=keep_done, no_undo=no_undo, return_window=return_window, no_revisit=no_revisit,
-            keep_doors_open=keep_doors_open, no_repick=no_repick,
+            keep_doors_open=keep_doors_open, no_repick=no_repick, keep_key=keep_key,
         )  # fmt: skip
         gym.Wrapper.__init__(self, env)
         base = env.unwrapped
@@ -179,7 +209,7 @@ class MiniGridNoOpMask(gym.Wrapper, gym.utils.RecordConstructorArgs):
             raise ValueError(f"MiniGridNoOpMask needs MiniGrid's {N_MINIGRID_ACTIONS} actions, got {env.action_space}")
         flags = {
             "keep_done": keep_done, "no_undo": no_undo, "no_revisit": no_revisit, "keep_doors_open": keep_doors_open,
-            "no_repick": no_repick,
+            "no_repick": no_repick, "keep_key": keep_key,
         }  # fmt: skip
         for name, value in flags.items():
             if not isinstance(value, (bool, np.bool_)):
@@ -196,6 +226,7 @@ class MiniGridNoOpMask(gym.Wrapper, gym.utils.RecordConstructorArgs):
             )
         self.keep_done, self.no_undo, self.return_window = bool(keep_done), bool(no_undo), int(return_window)
         self.no_revisit, self.keep_doors_open, self.no_repick = bool(no_revisit), bool(keep_doors_open), bool(no_repick)
+        self.keep_key = bool(keep_key)
         self._base = base
         # episode state (snapshots keep it): the action that would undo the last step (-1 for none), the recent moves,
         # the times each pose was left since the last change (bytes, which snapshots share; empty: none), the cell of the
@@ -252,6 +283,8 @@ class MiniGridNoOpMask(gym.Wrapper, gym.utils.RecordConstructorArgs):
         masks = noop_action_masks(front, encoded_cell(base.carrying), self.keep_done)[0]
         if self.keep_doors_open:
             forbid_closing(front[None], masks[None])
+        if self.keep_key and masks[_DROP] and base.carrying is not None and base.carrying.type == "key":
+            forbid_key_drop(encoded_cell(base.carrying)[None], base.grid.encode()[None], np.zeros(1, np.int64), masks[None])
         if self._undo >= 0:
             masks[self._undo] = False
         if self.no_repick:
@@ -268,9 +301,11 @@ class MiniGridNoOpMask(gym.Wrapper, gym.utils.RecordConstructorArgs):
     def compiled_flags(self) -> int:
         """:return: the masks for the compiled simulator: bit 0 ``keep_done``, bit 1 ``no_undo``, bits 2-6
         ``return_window`` (:func:`return_window_of`), :data:`NO_REVISIT_FLAG` ``no_revisit``,
-        :data:`KEEP_DOORS_OPEN_FLAG` ``keep_doors_open``, :data:`NO_REPICK_FLAG` ``no_repick``"""
+        :data:`KEEP_DOORS_OPEN_FLAG` ``keep_doors_open``, :data:`NO_REPICK_FLAG` ``no_repick``, :data:`KEEP_KEY_FLAG`
+        ``keep_key``"""
         return (int(self.keep_done) | int(self.no_undo) << 1 | self.return_window << 2 | NO_REVISIT_FLAG * self.no_revisit
-                | KEEP_DOORS_OPEN_FLAG * self.keep_doors_open | NO_REPICK_FLAG * self.no_repick)  # fmt: skip
+                | KEEP_DOORS_OPEN_FLAG * self.keep_doors_open | NO_REPICK_FLAG * self.no_repick
+                | KEEP_KEY_FLAG * self.keep_key)  # fmt: skip
 
 
 @njit(cache=True)
@@ -289,14 +324,16 @@ def fill_compiled_masks(
     reached: np.ndarray,
     agent: np.ndarray,
     visits: np.ndarray,
+    grid_of: np.ndarray,
+    grids: np.ndarray,
     width: int,
     flags: int,
     masks: np.ndarray,
 ) -> None:
     """The legal actions of the states a compiled step reached, under :class:`MiniGridNoOpMask` with ``flags``: the
-    no-ops, then the closing toggles, the undo, the repick, the returns within the window and the revisits (which never
-    empty a mask, so they come last), in the env path's order;
-    a terminal state keeps every action. The compiled simulator's step and its search loop both call it.
+    no-ops, then the closing toggles, the key drops, the undo, the repick, the returns within the window and the revisits
+    (which never empty a mask, so they come last), in the env path's order; a terminal state keeps every action. The
+    compiled simulator's step and its search loop both call it.
 
     :param front: the encoded cell in front of the agent, uint8, shape (n, 3)
     :param carried: the encoded object the agent carries, uint8, shape (n, 3)
@@ -305,6 +342,8 @@ def fill_compiled_masks(
     :param reached: the state store's row of each reached state (-1: none kept), int64, shape (n,)
     :param agent: the state store's agent columns (column 4: the packed move window, 5: the cell of the last drop)
     :param visits: the state store's counts per pose (:func:`~sb3_dirpg.envs.minigrid.move_window.count_visit`)
+    :param grid_of: the state store's grid row of each state
+    :param grids: the state store's grids
     :param width: the grid's width
     :param flags: a :attr:`MiniGridNoOpMask.compiled_flags`
     :param masks: out: the legal actions, bool, shape (n, 7), all True on entry
@@ -312,6 +351,12 @@ def fill_compiled_masks(
     fill_noop_action_masks(front, carried, (flags & 1) == 1, masks)
     if flags & KEEP_DOORS_OPEN_FLAG:
         forbid_closing(front, masks)
+    if flags & KEEP_KEY_FLAG:
+        grid_rows = np.full(reached.shape[0], -1, np.int64)
+        for r in range(reached.shape[0]):
+            if reached[r] >= 0:
+                grid_rows[r] = grid_of[reached[r]]
+        forbid_key_drop(carried, grids, grid_rows, masks)
     if flags & 2:
         forbid_undo(actions, terminal, masks)
     if flags & NO_REPICK_FLAG:

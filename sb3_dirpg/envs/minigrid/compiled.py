@@ -429,8 +429,9 @@ class CompiledMiniGridSimulator(VecSimulator):
         masks = np.ones((k, self.n_actions), dtype=bool)
         if self._noop_mask >= 0:
             front, carried = batch.images[:, view // 2, view - 2], batch.images[:, view // 2, view - 1]
-            fill_compiled_masks(front, carried, batch.actions, batch.terminal, batch.reached, self._store.agent,
-                                self._store.visits, self._rules.width, self._noop_mask, masks)  # fmt: skip
+            store = self._store
+            fill_compiled_masks(front, carried, batch.actions, batch.terminal, batch.reached, store.agent, store.visits,
+                                store.grid_of, store.grids, self._rules.width, self._noop_mask, masks)  # fmt: skip
         return Transitions(
             obs=obs, rewards=batch.rewards, terminal=batch.terminal, masks=masks,
             snapshots=[None if row < 0 else base | row for row in batch.reached.tolist()],

@@ -123,7 +123,8 @@ def search_iterations(
         masks = np.ones((k, n_actions), np.bool_)
         if noop_mask >= 0:
             front, carried = images[:, view // 2, view - 2], images[:, view // 2, view - 1]
-            fill_compiled_masks(front, carried, split[0], terminal, reached, store[0], store[6], rules[0], noop_mask, masks)
+            fill_compiled_masks(front, carried, split[0], terminal, reached, store[0], store[6], store[2], store[3], rules[0],
+                                noop_mask, masks)  # fmt: skip
         reached_ = (rewards, terminal, masks, lower, upper, success)
         n_ends, empty = fused.add_children_compiled(popped, split, reached_, params, nodes, regions, progress, queues)
         if empty >= 0:
