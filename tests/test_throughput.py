@@ -137,7 +137,7 @@ def test_progress_speed_compares_the_compiled_and_the_env_path_of_the_shipped_en
 
 def test_mask_window_speed_trains_the_s4r3_entry_with_each_return_rule(tmp_path: Path) -> None:
     """``benchmarks.mask_window_speed``: each row is the S4R3 entry on the compiled simulator with its own
-    ``return_window`` or ``no_revisit``; ratios to the window-8 row."""
+    ``return_window`` or ``no_revisit`` (with ``no_repick`` or ``keep_key``); ratios to the window-8 row."""
     from benchmarks import mask_window_speed
     from sb3_dirpg.envs.minigrid.action_mask import MiniGridNoOpMask
 
@@ -146,8 +146,9 @@ def test_mask_window_speed_trains_the_s4r3_entry_with_each_return_rule(tmp_path:
         while type(layer) is not MiniGridNoOpMask:
             layer = layer.env
         assert (layer.return_window, layer.no_revisit) == (settings["return_window"], settings["no_revisit"])
+        assert (layer.no_repick, layer.keep_key) == (rule == "+no_repick", rule == "+keep_key")
     result = mask_window_speed.main(["--rounds", "1", "--interactions", "300", "--out", str(tmp_path / "speed.json")])
     rows = result["windows"]
-    assert set(rows) == {"0", "8", "24", "no_revisit"} and rows["8"]["vs_window_8"] == 1.0
+    assert set(rows) == {"0", "8", "24", "no_revisit", "+no_repick", "+keep_key"} and rows["8"]["vs_window_8"] == 1.0
     assert all(row["simulator"] == "CompiledMiniGridSimulator" and row["median"] > 0 for row in rows.values())
     assert json.loads((tmp_path / "speed.json").read_text()) == result
