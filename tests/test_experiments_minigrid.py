@@ -233,6 +233,7 @@ def test_frontier_curriculum_moves_through_its_stages_and_resumes(tmp_path: Path
     """``experiments.frontier --curriculum``: the stages run in order on one policy, every point evaluates the target
     (and the stage before the last), and a second call with a longer last stage resumes from the checkpoint."""
     from sb3_dirpg.experiments import frontier
+    from sb3_dirpg.experiments.minigrid_table import entry
 
     first, target = "MiniGrid-MultiRoom-N2-S4-v0", "MiniGrid-MultiRoom-N4-S5-v0"
     args = ["--curriculum", f"{first}:6000", f"{target}:6000", "--every", "3000", "--maps", "3", "--tag", "test",
@@ -245,6 +246,8 @@ def test_frontier_curriculum_moves_through_its_stages_and_resumes(tmp_path: Path
     assert made == sorted(made) and made[switch - 1] >= 6000 and made[-1] >= made[switch - 1] + 6000
     assert record["stage_ends"] == [made[switch - 1], made[-1]]
     assert "stage_greedy" in record["points"][0] and "stage_greedy" not in record["points"][-1]
+    wrappers = record["settings"]["env_wrapper"]  # the target entry's settings, as the run started
+    assert record["settings"]["policy"] == "MultiInputPolicy" and wrappers == entry(target, "dirpg")["env_wrapper"]
     assert (tmp_path / "frontier" / "test-s0.zip").exists()
     longer = frontier.main(args[:2] + [f"{target}:12000"] + args[3:])  # the same run, its last stage longer
     assert longer["points"][: len(made)] == record["points"]
@@ -256,3 +259,41 @@ def test_frontier_curriculum_moves_through_its_stages_and_resumes(tmp_path: Path
     assert frontier.main(["--figure", "--out", str(tmp_path)]) == {"runs": {target: ["test-s0"]}}
     assert (tmp_path / "frontier.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "| MultiRoom-N4-S5 | test-s0 |" in (tmp_path / "frontier.md").read_text()
+
+
+def test_frontier_figure_draws_the_entrys_runs_in_colour_and_the_others_in_grey(tmp_path: Path) -> None:
+    """``--figure``: one panel per target with runs; a run of the entry (:data:`ENTRY_RUNS`) gives a sampled and a
+    greedy line in colour, another run one grey line; a run whose target is no issue target gets no panel but its row
+    in the table, as every run does."""
+    import matplotlib.colors as mcolors
+
+    from sb3_dirpg.experiments import frontier
+
+    def record(target: str, successes: Sequence[float]) -> dict[str, Any]:
+        points = [{"interactions": 250_000 * (i + 1), "stage": target, "wall_s": 1.0 + i,
+                   "sampled": {"success": s, "minigrid_return": s / 2}, "greedy": {"success": s / 2, "minigrid_return": s / 4}}
+                  for i, s in enumerate(successes)]  # fmt: skip
+        return {"stages": [[target, 250_000 * len(successes)]], "params": [], "seed": 0, "points": points,
+                "stage_ends": [points[-1]["interactions"]]}  # fmt: skip
+
+    target, stage = "MiniGrid-KeyCorridorS4R3-v0", "MiniGrid-ObstructedMaze-1Dlh-v0"
+    entry_tag = frontier.ENTRY_RUNS[target][0]
+    folder = tmp_path / "frontier"
+    folder.mkdir()
+    runs = {f"{entry_tag}-s0": record(target, [0.5, 0.95]), "other-s0": record(target, [0.1, 0.2, 0.3]),
+            "stage-s0": record(stage, [0.4])}  # fmt: skip
+    for name, value in runs.items():
+        (folder / f"{name}.json").write_text(json.dumps(value))
+    figure = frontier.plot_runs(frontier._runs(folder))
+    panels = [ax for ax in figure.axes if ax.get_visible()]
+    assert len(panels) == 1 and panels[0].get_title().startswith("KeyCorridorS4R3 (1 other runs in grey)")
+    lines = [line for line in panels[0].get_lines() if len(line.get_xdata())]
+    grey = [line for line in lines if mcolors.to_hex(line.get_color()) == mcolors.to_hex("0.75")]
+    coloured = [line for line in lines if line not in grey and line.get_marker() != "*"]
+    assert [list(line.get_ydata()) for line in grey] == [[0.1, 0.2, 0.3]]
+    assert sorted(list(line.get_ydata()) for line in coloured) == [[0.25, 0.475], [0.5, 0.95]]
+    assert [line.get_linestyle() for line in coloured] == ["-", "--"]
+    frontier.main(["--figure", "--out", str(tmp_path)])
+    assert (tmp_path / "frontier.png").stat().st_size > 0
+    table = (tmp_path / "frontier.md").read_text()
+    assert all(f"| {name} |" in table for name in runs)

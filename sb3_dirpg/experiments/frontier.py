@@ -21,9 +21,10 @@ The published figures the issue measures against are :data:`ANCHORS` (read from 
 uncertain; most plot MiniGrid's return, not the success rate). Results go to ``OUT/frontier_probe.json`` (``--tag``
 names a variant) and a Markdown table beside it.
 
-``--figure`` draws every run of ``OUT/frontier/`` (``frontier.png``): success on the target's held-out seeds against
-interactions, sampled and greedy, one panel per target, with the issue's target (0.9 within the interactions of
-:data:`TARGETS`) marked and the anchor named; and writes ``frontier.md``, the table of runs against the targets.
+``--figure`` draws the runs of ``OUT/frontier/`` (``frontier.png``): success on the target's held-out seeds against
+interactions, one panel per target, with the issue's target (0.9 within the interactions of :data:`TARGETS`) marked
+and the anchor named; the runs of the entry as it stands (:data:`ENTRY_RUNS`) sampled and greedy, in colour, and every
+other run's sampled success in grey. It writes ``frontier.md``, the table of every run against the targets.
 """
 
 from __future__ import annotations
@@ -62,6 +63,16 @@ TARGETS = {
     "MiniGrid-ObstructedMaze-Full-v0": 20_000_000,
 }
 DEFAULT_BUDGETS = (2_900, 10_000, 30_000)
+#: the tags of the runs of each target's entry as it stands (docs/results.md gives their commands): ``--figure`` draws
+#: them in colour, one per seed, and every other run of the target in grey
+ENTRY_RUNS = {
+    "MiniGrid-ObstructedMaze-2Dlh-v0": ("2Dlh-nrkor-ema99",),
+    "MiniGrid-MultiRoom-N12-S10-v0": ("N6-N12-nrko", "N6-N12-mask"),
+    "MiniGrid-KeyCorridorS3R3-v0": ("S3R3-nrko-ema9995",),
+    "MiniGrid-KeyCorridorS4R3-v0": ("S4R3-nrko-ema9995",),
+    "MiniGrid-KeyCorridorS5R3-v0": ("S5R3-nrko-ema9995",),
+    "MiniGrid-KeyCorridorS6R3-v0": ("S6R3-nrko-ema9995",),
+}
 
 
 def _entry_env(env_id: str, params: Sequence[str] = (), own_step_limit: bool = False) -> tuple[dict[str, Any], Any]:
@@ -156,7 +167,8 @@ def train_curriculum(
         replaces every stage's wrappers in training (not at evaluation, which keeps the entries' envs)
     :param target_wrappers: build the stages before the target, for training and evaluation, with the target entry's
         ``env_wrapper`` in place of their own (an ``env_wrapper`` of ``params`` still replaces it in training)
-    :return: the record: the stages and the points (interactions, stage, the target's and the stage's success)
+    :return: the record: the stages, the target's settings as the run started (its entry with ``params``) and the points
+        (interactions, stage, the target's and the stage's success)
     """
     import torch as th
 
@@ -173,7 +185,8 @@ def train_curriculum(
     checkpoint = path.with_suffix(".zip")
     record: dict[str, Any] = json.loads(path.read_text()) if path.exists() and checkpoint.exists() else {}
     record = record or {"stages": [list(stage) for stage in stages], "params": list(params), "seed": seed, "points": [],
-                        "stage_ends": [], "target_wrappers": target_wrappers}  # fmt: skip
+                        "stage_ends": [], "target_wrappers": target_wrappers,
+                        "settings": json.loads(json.dumps(settings, default=repr))}  # fmt: skip
     if record["stages"][:-1] != [list(stage) for stage in stages[:-1]] or record["stages"][-1][0] != target:
         raise ValueError(f"{path} holds a run with other stages: {record['stages']}; pass --tag to start another")
     if record.get("target_wrappers", False) != target_wrappers:
@@ -286,34 +299,63 @@ def frontier_table(runs: dict[str, list[tuple[str, dict[str, Any]]]]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def tag_of(name: str) -> str:
+    """:param name: a record's file name, ``<tag>-s<seed>``
+    :return: its tag"""
+    return name.rsplit("-s", 1)[0]
+
+
 def plot_runs(runs: dict[str, list[tuple[str, dict[str, Any]]]]) -> Any:
     """:param runs: :func:`_runs`'s output
-    :return: the figure: one panel per target env"""
+    :return: the figure: one panel per target env of :data:`TARGETS` with runs, the runs of its entry
+        (:data:`ENTRY_RUNS`) in colour, sampled and greedy, every other run's sampled success in grey"""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    panels = max(1, len(runs))
-    figure, axes = plt.subplots(1, panels, figsize=(4.5 * panels, 3.4), squeeze=False)
-    colors = plt.get_cmap("tab20")
-    for ax, (env_id, records) in zip(axes[0], runs.items()):
-        for index, (name, record) in enumerate(records):
+    targets = [env_id for env_id in TARGETS if runs.get(env_id)]
+    columns = min(3, max(1, len(targets)))
+    rows = max(1, -(-len(targets) // columns))
+    figure, axes = plt.subplots(rows, columns, figsize=(5.2 * columns, 4.2 * rows), squeeze=False)
+    colors = plt.get_cmap("tab10")
+    for ax, env_id in zip(axes.flat, targets):
+        others = 0
+        entry_runs = [(name, record) for name, record in runs[env_id] if tag_of(name) in ENTRY_RUNS.get(env_id, ())]
+        for name, record in runs[env_id]:
+            if (name, record) in entry_runs:
+                continue
+            x = [point["interactions"] / 1e6 for point in record["points"]]
+            ax.plot(x, [point["sampled"]["success"] for point in record["points"]], "-", color="0.75", linewidth=0.6,
+                    label=None if others else "other settings (sampled)")  # fmt: skip
+            others += 1
+        for index, (name, record) in enumerate(entry_runs):
             x = [point["interactions"] / 1e6 for point in record["points"]]
             color = colors(index % colors.N)
-            ax.plot(x, [point["sampled"]["success"] for point in record["points"]], "-", color=color, label=name)
-            ax.plot(x, [point["greedy"]["success"] for point in record["points"]], "--", color=color)
+            ax.plot(x, [point["sampled"]["success"] for point in record["points"]], "-", color=color, linewidth=1.6,
+                    label=f"{name}: sampled")  # fmt: skip
+            ax.plot(x, [point["greedy"]["success"] for point in record["points"]], "--", color=color, linewidth=1.6,
+                    label="greedy")  # fmt: skip
             for end in record["stage_ends"][:-1]:
-                ax.axvline(end / 1e6, color=color, alpha=0.3, linewidth=0.8)
-        if env_id in TARGETS:
-            ax.plot([TARGETS[env_id] / 1e6], [0.9], "k*", markersize=10, label="target: 0.9 within")
-        ax.set_title(env_id.removeprefix("MiniGrid-").removesuffix("-v0") + "\n" + ANCHORS.get(env_id, ""), fontsize=7)
-        ax.set_xlabel("interactions (M), every search step counted\n(solid: sampled, dashed: greedy)")
+                ax.axvline(end / 1e6, color=color, alpha=0.4, linewidth=0.8)
+        ends = [record["points"][-1]["interactions"] for _, record in runs[env_id] if record["points"]]
+        right = max(ends) * 1.05 / 1e6
+        target = TARGETS[env_id] / 1e6
+        if target <= right * 1.5:  # on the axis
+            right = max(right, target * 1.05)
+            ax.plot([target], [0.9], "k*", markersize=11, label=f"target: 0.9 within {target:g}M")
+        else:  # far to the right: named, not drawn
+            ax.plot([], [], "k*", markersize=11, label=f"target: 0.9 within {target:g}M (off the axis)")
+        name = env_id.removeprefix("MiniGrid-").removesuffix("-v0")
+        ax.set_title(f"{name} ({others} other runs in grey)\n{ANCHORS.get(env_id, '')}", fontsize=8)
+        ax.set_xlabel("interactions (M), every search step counted")
         ax.set_ylabel("held-out success")
-        ax.set_xlim(left=0)
+        ax.set_xlim(0, right)
         ax.set_ylim(-0.02, 1.02)
-        ax.legend(fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.3), frameon=False)  # below: runs are many
-    figure.subplots_adjust(wspace=0.3)  # saved with bbox_inches="tight", which takes in the legends
+        ax.legend(fontsize=6, loc="lower right")
+    for ax in list(axes.flat)[len(targets):]:
+        ax.set_visible(False)
+    figure.tight_layout()
     return figure
 
 
