@@ -4,6 +4,8 @@ training and evaluation take only the legal ones."""
 from __future__ import annotations
 
 import copy
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 import gymnasium as gym
 import minigrid  # noqa: F401  (registers MiniGrid's ids)
@@ -136,38 +138,59 @@ def _grid_and_load(env: gym.Env) -> tuple:
     return None if base.carrying is None else tuple(base.carrying.encode()), base.grid.encode().tobytes()
 
 
+def _paired_walks(
+    env_id: str, mask_kwargs: dict[str, Any], seed: int, weights: Sequence[float], maps: int, steps: int
+) -> Iterator[tuple[gym.Env, np.ndarray, np.ndarray, int | None]]:
+    """Random walks on ``maps`` maps of ``env_id`` with the rule under test and with the no-op mask alone, the same
+    legal actions drawn with ``weights``.
+
+    :param env_id: a MiniGrid env id
+    :param mask_kwargs: the rule under test (``MiniGridNoOpMask``'s arguments)
+    :param seed: the walks' seed
+    :param weights: each action's weight among the legal ones, shape (7,)
+    :param maps: the maps walked (their seeds 0, 1, ...)
+    :param steps: the most steps a map
+    :return: before each step, the env with the rule, its masks, the no-op masks, and the action stepped before (None
+        at a map's start)
+    """
+    env, plain = MiniGridNoOpMask(gym.make(env_id), **mask_kwargs), MiniGridNoOpMask(gym.make(env_id))
+    rng, weights = np.random.default_rng(seed), np.asarray(weights)
+    for map_seed in range(maps):
+        env.reset(seed=map_seed)
+        plain.reset(seed=map_seed)
+        action = None
+        for _ in range(steps):
+            masks = env.action_masks()
+            yield env, masks, plain.action_masks(), action
+            legal = np.flatnonzero(masks)
+            action = int(rng.choice(legal, p=weights[legal] / weights[legal].sum()))
+            _, _, terminated, truncated, _ = env.step(action)
+            plain.step(action)
+            if terminated or truncated:
+                break
+
+
 @pytest.mark.parametrize("env_id", ["MiniGrid-KeyCorridorS3R3-v0", "MiniGrid-ObstructedMaze-2Dlh-v0"])
 def test_no_repick_masks_exactly_the_pickups_that_undo_the_last_drop(env_id: str) -> None:
     """With ``no_repick``, after each step of random walks (pickups and drops favoured) the masks are the no-op masks but
     for ``pickup``, which is masked exactly when the last change was a drop and stepping the pickup on a copy gives back
     the grid and the load from before that drop. The walks must meet that after moves, and on ObstructedMaze (keys and
     balls out of their rooms) pickups of another object after a drop."""
-    env, plain = MiniGridNoOpMask(gym.make(env_id), no_repick=True), MiniGridNoOpMask(gym.make(env_id))
-    rng = np.random.default_rng(4)
-    weights = np.array([1.0, 1.0, 1.0, 6.0, 3.0, 1.0, 1.0])
     repicks, others = 0, 0
-    for seed in range(12):
-        env.reset(seed=seed)
-        plain.reset(seed=seed)
-        before_drop = None  # the grid and load before the last change, where that change was a drop
-        for _ in range(120):
-            masks, free = env.action_masks(), plain.action_masks()
-            undoes = False
-            if free[PICKUP]:
-                trial = copy.deepcopy(plain)
-                trial.step(PICKUP)
-                undoes = before_drop is not None and _grid_and_load(trial) == before_drop
-                repicks, others = repicks + int(undoes), others + int(before_drop is not None and not undoes)
-            np.testing.assert_array_equal(masks, free & ~(np.arange(7) == PICKUP) if undoes else free)
-            legal = np.flatnonzero(masks)
-            action = int(rng.choice(legal, p=weights[legal] / weights[legal].sum()))
-            previous = _grid_and_load(env)
-            _, _, terminated, truncated, _ = env.step(action)
-            plain.step(action)
-            if terminated or truncated:
-                break
-            if _grid_and_load(env) != previous:
-                before_drop = previous if action == DROP else None
+    walks = _paired_walks(env_id, {"no_repick": True}, 4, [1.0, 1.0, 1.0, 6.0, 3.0, 1.0, 1.0], maps=12, steps=120)
+    previous, before_drop = None, None  # the grid and load before the last step, and before the last change if a drop
+    for env, masks, free, last in walks:
+        now = _grid_and_load(env)
+        if last is None or now != previous:
+            before_drop = previous if last == DROP else None
+        previous = now
+        undoes = False
+        if free[PICKUP]:
+            trial = copy.deepcopy(env)
+            trial.unwrapped.step(PICKUP)
+            undoes = before_drop is not None and _grid_and_load(trial) == before_drop
+            repicks, others = repicks + int(undoes), others + int(before_drop is not None and not undoes)
+        np.testing.assert_array_equal(masks, free & ~(np.arange(7) == PICKUP) if undoes else free)
     assert repicks > 5 and (others > 2 or "KeyCorridor" in env_id), f"{env_id}: {repicks} repicks, {others} other pickups"
 
 
@@ -176,30 +199,17 @@ def test_keep_key_masks_exactly_the_drops_of_a_key_whose_door_is_locked(env_id: 
     """With ``keep_key``, after each step of random walks (pickups, drops and toggles favoured) the masks are the no-op
     masks but for ``drop``, which is masked exactly when the agent carries a key and the grid holds a locked door of its
     colour (read off the env's objects). The walks must meet such drops, and key drops after the door opened."""
-    env, plain = MiniGridNoOpMask(gym.make(env_id), keep_key=True), MiniGridNoOpMask(gym.make(env_id))
-    rng = np.random.default_rng(5)
-    weights = np.array([1.0, 1.0, 1.0, 6.0, 2.0, 6.0, 1.0])
     kept, freed = 0, 0
-    for seed in range(16):
-        env.reset(seed=seed)
-        plain.reset(seed=seed)
-        for _ in range(150):
-            masks, free = env.action_masks(), plain.action_masks()
-            base = env.unwrapped
-            key = base.carrying is not None and base.carrying.type == "key"
-            locked = key and any(
-                obj is not None and obj.type == "door" and obj.is_locked and obj.color == base.carrying.color
-                for obj in base.grid.grid
-            )
-            keeps = bool(free[DROP]) and locked
-            kept, freed = kept + int(keeps), freed + int(bool(free[DROP]) and key and not locked)
-            np.testing.assert_array_equal(masks, free & ~(np.arange(7) == DROP) if keeps else free)
-            legal = np.flatnonzero(masks)
-            action = int(rng.choice(legal, p=weights[legal] / weights[legal].sum()))
-            _, _, terminated, truncated, _ = env.step(action)
-            plain.step(action)
-            if terminated or truncated:
-                break
+    for env, masks, free, _ in _paired_walks(env_id, {"keep_key": True}, 5, [1, 1, 1, 6, 2, 6, 1], maps=16, steps=150):
+        base = env.unwrapped
+        key = base.carrying is not None and base.carrying.type == "key"
+        locked = key and any(
+            obj is not None and obj.type == "door" and obj.is_locked and obj.color == base.carrying.color
+            for obj in base.grid.grid
+        )
+        keeps = bool(free[DROP]) and locked
+        kept, freed = kept + int(keeps), freed + int(bool(free[DROP]) and key and not locked)
+        np.testing.assert_array_equal(masks, free & ~(np.arange(7) == DROP) if keeps else free)
     assert kept > 5 and freed > 5, f"{env_id}: {kept} key drops masked, {freed} left legal"
 
 
