@@ -11,6 +11,7 @@ import gymnasium as gym
 import minigrid  # noqa: F401  (registers MiniGrid's ids)
 import numpy as np
 import pytest
+from minigrid.core.constants import DIR_TO_VEC
 
 from sb3_dirpg import DirPG, MiniGridCNN
 from sb3_dirpg.envs import DirectionImageObs, MiniGridNoOpMask, make_minigrid_env
@@ -211,6 +212,30 @@ def test_keep_key_masks_exactly_the_drops_of_a_key_whose_door_is_locked(env_id: 
         kept, freed = kept + int(keeps), freed + int(bool(free[DROP]) and key and not locked)
         np.testing.assert_array_equal(masks, free & ~(np.arange(7) == DROP) if keeps else free)
     assert kept > 5 and freed > 5, f"{env_id}: {kept} key drops masked, {freed} left legal"
+
+
+def test_keep_key_frees_the_drop_of_a_key_of_another_colour_and_after_its_door_opens() -> None:
+    """``keep_key`` on a set-up DoorKey state (a locked yellow door, the agent facing an empty cell): the drop is masked
+    with a yellow key in hand, legal with a red one, and legal with the yellow one once the door is unlocked."""
+    from minigrid.core.world_object import Key
+
+    env = MiniGridNoOpMask(gym.make("MiniGrid-DoorKey-5x5-v0"), keep_key=True)
+    base = env.unwrapped
+    for seed in range(10):  # a map where the agent has an empty cell beside it
+        env.reset(seed=seed)
+        free = [d for d in range(4) if base.grid.get(*(base.agent_pos + DIR_TO_VEC[d])) is None]
+        if free:
+            break
+    base.agent_dir = free[0]
+    door = next(obj for obj in base.grid.grid if obj is not None and obj.type == "door")
+    assert door.is_locked and door.color == "yellow"
+    legal = {}
+    for colour in ("yellow", "red"):
+        base.carrying = Key(colour)
+        legal[colour] = bool(env.action_masks()[DROP])
+    door.is_locked, door.is_open = False, True
+    base.carrying = Key("yellow")
+    assert legal == {"yellow": False, "red": True} and env.action_masks()[DROP]
 
 
 @pytest.mark.parametrize(
