@@ -1,12 +1,12 @@
 """``python -m benchmarks.mask_window_speed``: what the return rules of ``MiniGridNoOpMask`` cost in training.
 
 Every row is KeyCorridorS4R3's DirPG entry of ``zoo_hyperparams/dirpg.yml`` as it ships (the compiled simulator and
-its compiled search loop), with only the mask's return rule changed: ``return_window`` 0 (the no-op and undo masks
-alone), 8 and 24, ``no_revisit`` (every pose since the last change, the entry's rule), and ``no_revisit`` with
-``no_repick`` (the cell of the last drop in each state) or ``keep_key`` (a look over the grid while a key is carried).
-The rows train side by side, interleaved over
-rounds, from the same untrained policy, and each is measured by ``learn``'s interactions per second; the ratios are each
-row's median rate over the window-8 row's.
+its compiled search loop), with the mask's memory rules set per row: ``return_window`` 0 (the no-op, undo and
+closing masks alone), 8 and 24, ``no_revisit`` (every pose since the last change), and ``no_revisit`` with
+``no_repick`` (the cell of the last drop in each state) or ``keep_key`` (a look over the grid while a key is carried;
+the entry's own setting). The rows train side by side, interleaved over rounds, from the same untrained policy, and
+each is measured by ``learn``'s interactions per second; the ratios are each row's median rate over the window-8
+row's.
 """
 
 from __future__ import annotations
@@ -30,13 +30,14 @@ from sb3_dirpg.integrations.zoo import algorithm_kwargs
 
 ENV_ID = "MiniGrid-KeyCorridorS4R3-v0"
 #: the rows: the mask's return settings, by name
+_OFF = {"no_repick": False, "keep_key": False}
 RULES = {
-    "0": {"return_window": 0, "no_revisit": False},
-    "8": {"return_window": 8, "no_revisit": False},
-    "24": {"return_window": 24, "no_revisit": False},
-    "no_revisit": {"return_window": 0, "no_revisit": True},
-    "+no_repick": {"return_window": 0, "no_revisit": True, "no_repick": True},
-    "+keep_key": {"return_window": 0, "no_revisit": True, "keep_key": True},
+    "0": {"return_window": 0, "no_revisit": False, **_OFF},
+    "8": {"return_window": 8, "no_revisit": False, **_OFF},
+    "24": {"return_window": 24, "no_revisit": False, **_OFF},
+    "no_revisit": {"return_window": 0, "no_revisit": True, **_OFF},
+    "+no_repick": {"return_window": 0, "no_revisit": True, **_OFF, "no_repick": True},
+    "+keep_key": {"return_window": 0, "no_revisit": True, **_OFF, "keep_key": True},
 }
 MASK = "sb3_dirpg.envs.MiniGridNoOpMask"
 
