@@ -68,10 +68,10 @@ DEFAULT_BUDGETS = (2_900, 10_000, 30_000)
 ENTRY_RUNS = {
     "MiniGrid-ObstructedMaze-2Dlh-v0": ("2Dlh-nrkor-ema99",),
     "MiniGrid-MultiRoom-N12-S10-v0": ("N6-N12-nrko", "N6-N12-mask"),
-    "MiniGrid-KeyCorridorS3R3-v0": ("S3R3-nrko-ema9995",),
-    "MiniGrid-KeyCorridorS4R3-v0": ("S4R3-nrko-ema9995",),
-    "MiniGrid-KeyCorridorS5R3-v0": ("S5R3-nrko-ema9995",),
-    "MiniGrid-KeyCorridorS6R3-v0": ("S6R3-nrko-ema9995",),
+    "MiniGrid-KeyCorridorS3R3-v0": ("S3R3-nrkok-ema9995",),
+    "MiniGrid-KeyCorridorS4R3-v0": ("S4R3-nrkok-ema9995",),
+    "MiniGrid-KeyCorridorS5R3-v0": ("S5R3-nrkok-ema9995",),
+    "MiniGrid-KeyCorridorS6R3-v0": ("S6R3-nrkok-ema9995",),
 }
 
 
