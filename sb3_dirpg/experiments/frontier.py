@@ -323,7 +323,7 @@ def plot_runs(runs: dict[str, list[tuple[str, dict[str, Any]]]]) -> Any:
         others = 0
         entry_runs = [(name, record) for name, record in runs[env_id] if tag_of(name) in ENTRY_RUNS.get(env_id, ())]
         for name, record in runs[env_id]:
-            if (name, record) in entry_runs:
+            if tag_of(name) in ENTRY_RUNS.get(env_id, ()):
                 continue
             x = [point["interactions"] / 1e6 for point in record["points"]]
             ax.plot(x, [point["sampled"]["success"] for point in record["points"]], "-", color="0.75", linewidth=0.6,
