@@ -50,7 +50,8 @@ def test_every_method_has_an_entry_for_every_env() -> None:
 
 def test_commands() -> None:
     """PPO trains with rl-zoo3's own script and file; ppo_shaped adds DirPG's reward (inside rl-zoo3's observation
-    wrapper) and step limit; ours go through the bridge; a resume continues from the checkpoint."""
+    wrapper) and step limit; ppo_same on an entry that masks actions trains MaskablePPO through the bridge; ours go
+    through the bridge; a resume continues from the checkpoint."""
     cell = table.Cell("MiniGrid-DoorKey-5x5-v0", "ppo", 0, 1_000_000)
     cmd = table.command(cell, Path("/runs"))
     assert cmd[1:3] == ["-m", "rl_zoo3.train"] and "--conf-file" not in cmd and "--trained-agent" not in cmd
@@ -73,6 +74,13 @@ def test_commands() -> None:
     assert settings["env_wrapper"] == table.entry("MiniGrid-Fetch-5x5-N2-v0", "dirpg")["env_wrapper"]
     max_steps = table.entry("MiniGrid-Fetch-5x5-N2-v0", "dirpg")["env_kwargs"]["max_steps"]
     assert same[same.index("--env-kwargs") + 1] == f"max_steps:{max_steps}"
+    assert same[1:3] == ["-m", "rl_zoo3.train"]  # Fetch's entry has no masks: rl-zoo3's own PPO
+    # 2Dlh's entry masks actions: PPO would ignore the masks, so ppo_same trains MaskablePPO with rl-zoo3's PPO entry
+    masked = table.command(table.Cell("MiniGrid-ObstructedMaze-2Dlh-v0", "ppo_same", 0, 3_000_000), Path("/runs"))
+    assert masked[1:6] == ["-m", "sb3_dirpg.integrations.zoo", "train", "--algo", "ppo_mask"]
+    assert masked[masked.index("--conf-file") + 1] == str(table.zoo_ppo_file())
+    assert table.masks_actions(table.entry("MiniGrid-ObstructedMaze-2Dlh-v0", "dirpg")["env_wrapper"])
+    assert not any(table.masks_actions(table.overrides(env_id, "ppo")["env_wrapper"]) for env_id in table.ENVS)
     ours = table.command(table.Cell("MiniGrid-Fetch-5x5-N2-v0", "dirpg", 2, 3_000_000), Path("/runs"), offset=150_000)
     assert ours[1:5] == ["-m", "sb3_dirpg.integrations.zoo", "train", "--algo"]
     assert ours[ours.index("-n") + 1] == "2850000"

@@ -15,9 +15,11 @@ import gymnasium as gym
 import numpy as np
 import optuna
 import pytest
+import rl_zoo3
 import rl_zoo3.enjoy
 import torch
 import yaml
+from sb3_contrib import MaskablePPO
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.monitor import load_results
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
@@ -29,7 +31,9 @@ from sb3_dirpg.experiments.held_out import build_env
 from sb3_dirpg.integrations.zoo import (
     HYPERPARAMS_DIR,
     ZOO_ALGOS,
+    EnjoyWithMasks,
     _argv,
+    _MaskedLoader,
     _with_defaults,
     algorithm_kwargs,
     main,
@@ -345,3 +349,31 @@ def test_enjoy_plays_with_the_env_action_masks(tmp_path, capsys) -> None:
         with _argv(["enjoy", "--algo", "dirpg", *enjoy[1:]]):
             register_algorithms()
             rl_zoo3.enjoy.enjoy()
+
+
+MASKED_WRAPPERS = ["sb3_dirpg.envs.FastObservation", {"sb3_dirpg.envs.MiniGridNoOpMask": {"no_undo": True}},
+                   "sb3_dirpg.envs.DirectionImageObs"]  # fmt: skip
+# rl-zoo3 evaluates a policy_kwargs string in its own namespace, which lacks MiniGridCNN
+CNN_KWARGS = "dict(features_extractor_class=__import__('sb3_dirpg').MiniGridCNN, net_arch=[], normalize_images=False)"
+
+
+@pytest.mark.parametrize("masked", [True, False])
+def test_ppo_mask_trains_rl_zoo3s_ppo_entry_with_the_envs_masks(tmp_path, masked: bool) -> None:
+    """``ppo_mask`` is sb3-contrib's MaskablePPO with rl-zoo3's PPO entry (its ``ppo.yml`` by default); it learns with
+    the env's ``action_masks()`` and refuses an env without them, and ``enjoy`` loads it to predict with the masks."""
+    wrappers = MASKED_WRAPPERS if masked else [MASKED_WRAPPERS[0], MASKED_WRAPPERS[2]]
+    args = ["train", "--algo", "ppo_mask", "--env", "MiniGrid-DoorKey-5x5-v0", "--gym-packages", "minigrid", "-n", "128",
+            "--eval-freq", "-1", "-f", str(tmp_path), *QUIET, "-params", "n_envs:2", "n_steps:64", "batch_size:64",
+            f"env_wrapper:{wrappers!r}", "policy:'MultiInputPolicy'", "normalize:False",
+            f"policy_kwargs:{CNN_KWARGS!r}"]  # fmt: skip
+    if not masked:
+        with pytest.raises(ValueError, match="does not support action masking"):
+            main(args)
+        return
+    main(args)
+    model = MaskablePPO.load(_run_dir(tmp_path, "ppo_mask", "MiniGrid-DoorKey-5x5-v0") / "MiniGrid-DoorKey-5x5-v0.zip")
+    assert type(model) is MaskablePPO and model.num_timesteps >= 128
+    zoo_entry = yaml.load(Path(rl_zoo3.__file__).with_name("hyperparams").joinpath("ppo.yml").read_text(),
+                          Loader=yaml.UnsafeLoader)["MiniGrid-DoorKey-5x5-v0"]  # fmt: skip
+    assert model.gamma == zoo_entry["gamma"] and model.ent_coef == zoo_entry["ent_coef"]  # rl-zoo3's PPO settings
+    assert isinstance(EnjoyWithMasks().algos()["ppo_mask"], _MaskedLoader)

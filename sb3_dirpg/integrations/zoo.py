@@ -2,7 +2,9 @@
 
 rl-zoo3 fixes its ``--algo`` choices when its parser is built, and imports ``--gym-packages`` only after parsing, so
 a plugin cannot add an algorithm from the command line. This module registers ``dirpg``, ``reinforce`` and ``cem``
-in rl-zoo3's tables first (:func:`register_algorithms`) and then hands the command line to rl-zoo3's own entry
+in rl-zoo3's tables first (:func:`register_algorithms`), with sb3-contrib's ``MaskablePPO`` as ``ppo_mask`` (rl-zoo3
+2.9 lacks it; it trains exactly as rl-zoo3's ``ppo``, from rl-zoo3's ``ppo.yml`` unless ``--conf-file`` names
+another, and learns with the env's ``action_masks()``), and then hands the command line to rl-zoo3's own entry
 points. For our algorithms it also
 
 * defaults ``--algo`` to ``dirpg`` and, for ``train``, ``--conf-file`` to ``zoo_hyperparams/<algo>.yml``;
@@ -40,6 +42,7 @@ except ImportError as _error:  # rl-zoo3 itself, or one of the packages it impor
     raise ImportError(
         f"the rl-zoo3 bridge needs rl-zoo3 and its dependencies ({_error}): pip install sb3-dirpg[zoo]"
     ) from None
+from sb3_contrib import MaskablePPO
 from sb3_contrib.common.maskable.utils import get_action_masks, is_masking_supported
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import BaseCallback
@@ -60,6 +63,9 @@ from sb3_dirpg.integrations.zoo_samplers import CONVERTERS, SAMPLERS, apply_to_e
 from sb3_dirpg.search.protocols import Heuristic
 
 ZOO_ALGOS: dict[str, type[BaseAlgorithm]] = {"dirpg": DirPG, "reinforce": Reinforce, "cem": CEM}
+#: algorithms of other libraries that rl-zoo3 lacks; rl-zoo3 trains them as it trains its own, with the settings of the
+#: rl-zoo3 algorithm named beside them (sampler, converter and, by default, hyperparameter file)
+MASKED_ZOO_ALGOS: dict[str, tuple[type[BaseAlgorithm], str]] = {"ppo_mask": (MaskablePPO, "ppo")}
 # shipped inside the package (package data), so found from any folder and with a regular install
 HYPERPARAMS_DIR = Path(__file__).resolve().parents[1] / "zoo_hyperparams"
 RL_ZOO_SCRIPTS = ("train", "enjoy")
@@ -68,7 +74,8 @@ EVAL_NAMES: dict[str, Any] = {"MiniGridCNN": MiniGridCNN, "sb3_dirpg": sb3_dirpg
 
 
 def register_algorithms() -> None:
-    """Add ``dirpg``, ``reinforce`` and ``cem`` to rl-zoo3's algorithm, sampler and converter tables (idempotent).
+    """Add ``dirpg``, ``reinforce``, ``cem`` and ``ppo_mask`` to rl-zoo3's algorithm, sampler and converter tables
+    (idempotent).
 
     rl-zoo3's modules share one dict object for each table, so updating it in place reaches ``rl_zoo3.ALGOS``, the
     ``train`` and ``enjoy`` parsers (built later) and the experiment manager.
@@ -76,11 +83,18 @@ def register_algorithms() -> None:
     rl_zoo3.utils.ALGOS.update(ZOO_ALGOS)
     rl_zoo3.hyperparams_opt.HYPERPARAMS_SAMPLER.update(SAMPLERS)
     rl_zoo3.hyperparams_opt.HYPERPARAMS_CONVERTER.update(CONVERTERS)
+    for name, (algo_class, like) in MASKED_ZOO_ALGOS.items():
+        rl_zoo3.utils.ALGOS[name] = algo_class
+        rl_zoo3.hyperparams_opt.HYPERPARAMS_SAMPLER[name] = rl_zoo3.hyperparams_opt.HYPERPARAMS_SAMPLER[like]
+        rl_zoo3.hyperparams_opt.HYPERPARAMS_CONVERTER[name] = rl_zoo3.hyperparams_opt.HYPERPARAMS_CONVERTER[like]
 
 
 def default_conf_file(algo: str) -> Path:
-    """:param algo: ``dirpg``, ``reinforce`` or ``cem``
-    :return: the hyperparameter file of the algorithm shipped in the package's ``zoo_hyperparams/``"""
+    """:param algo: ``dirpg``, ``reinforce``, ``cem`` or ``ppo_mask``
+    :return: the hyperparameter file of the algorithm shipped in the package's ``zoo_hyperparams/`` (for ``ppo_mask``,
+        rl-zoo3's own file of the algorithm it trains like)"""
+    if algo in MASKED_ZOO_ALGOS:
+        return Path(rl_zoo3.__file__).parent / "hyperparams" / f"{MASKED_ZOO_ALGOS[algo][1]}.yml"
     path = HYPERPARAMS_DIR / f"{algo}.yml"
     if not path.is_file():
         raise FileNotFoundError(
@@ -394,16 +408,18 @@ class EnjoyWithMasks:
         return self.env
 
     def algos(self) -> dict[str, Any]:
-        """:return: rl-zoo3's algorithm table with our algorithms' ``load`` predicting with masks"""
-        return {**rl_zoo3.utils.ALGOS, **{name: _MaskedLoader(cls, self) for name, cls in ZOO_ALGOS.items()}}
+        """:return: rl-zoo3's algorithm table with the ``load`` of our algorithms and of ``ppo_mask`` predicting with
+        masks"""
+        masked = {**ZOO_ALGOS, **{name: algo_class for name, (algo_class, _) in MASKED_ZOO_ALGOS.items()}}
+        return {**rl_zoo3.utils.ALGOS, **{name: _MaskedLoader(cls, self) for name, cls in masked.items()}}
 
 
 # -- command line ----------------------------------------------------------------------------------------------
 
 
 def _with_defaults(args: list[str], script: str) -> list[str]:
-    """Add ``--algo dirpg`` when no algorithm is named and, for ``train`` with one of our algorithms, our
-    ``--conf-file``.
+    """Add ``--algo dirpg`` when no algorithm is named and, for ``train`` with one of our algorithms or ``ppo_mask``,
+    its default ``--conf-file`` (:func:`default_conf_file`).
 
     :param args: the script's arguments
     :param script: ``train`` or ``enjoy``
@@ -418,7 +434,7 @@ def _with_defaults(args: list[str], script: str) -> list[str]:
     if algo is None:
         algo = "dirpg"
         out += ["--algo", algo]
-    if script == "train" and algo in ZOO_ALGOS and known.conf_file is None:
+    if script == "train" and (algo in ZOO_ALGOS or algo in MASKED_ZOO_ALGOS) and known.conf_file is None:
         out += ["--conf-file", str(default_conf_file(algo))]
     return out
 
@@ -440,7 +456,8 @@ def _argv(argv: list[str]) -> Iterator[None]:
 USAGE = f"""usage: python -m sb3_dirpg.integrations.zoo {{{",".join(RL_ZOO_SCRIPTS)}}} [rl-zoo3 arguments]
 
 rl-zoo3 with the algorithms {", ".join(ZOO_ALGOS)} registered ({"/".join(ZOO_ALGOS)} use zoo_hyperparams/ALGO.yml
-by default and --algo defaults to dirpg). `python -m sb3_dirpg.integrations.zoo train --help` lists rl-zoo3's flags.
+by default and --algo defaults to dirpg), and sb3-contrib's MaskablePPO as ppo_mask (rl-zoo3's ppo.yml by default).
+`python -m sb3_dirpg.integrations.zoo train --help` lists rl-zoo3's flags.
 rl-zoo3's plotting scripts do not check algorithm names: run them with `python -m rl_zoo3.cli`.
 """
 

@@ -46,12 +46,14 @@ from sb3_dirpg.experiments.minigrid_table.cells import (
     evaluation_env,
     finished,
     importable,
+    masks_actions,
     overrides,
     parse_params,
     progress,
     read_record,
     repaired,
     zoo_budget,
+    zoo_ppo_file,
 )  # fmt: skip
 from sb3_dirpg.experiments.minigrid_table.cli import build_parser, main
 from sb3_dirpg.experiments.minigrid_table.plan import cells_to_run
@@ -73,6 +75,7 @@ __all__ = [
     "ENVS", "FLAT_OBS", "FLOAT32_CAST", "KEPT_RECORD", "MAX_BUDGET", "METHODS", "MIN_BUDGET", "POINTS", "SAME_KEYS",
     "SAME_NORMALIZE", "STOP_AFTER", "STOP_LEVEL", "TRAINED", "UNSOLVED", "Cell", "build_parser", "cell_budget", "cells_to_run",
     "command", "curve", "describe", "entry", "evaluation_env", "finished", "importable", "interactions_to", "main",
-    "markdown_table", "mean_success", "methods_in", "overrides", "parse_params", "plot", "probe_bounds", "probe_table",
-    "progress", "read_record", "repaired", "report", "run_cell", "summarize", "wall_to", "zoo_budget",
+    "markdown_table", "masks_actions", "mean_success", "methods_in", "overrides", "parse_params", "plot", "probe_bounds",
+    "probe_table", "progress", "read_record", "repaired", "report", "run_cell", "summarize", "wall_to", "zoo_budget",
+    "zoo_ppo_file",
 ]  # fmt: skip

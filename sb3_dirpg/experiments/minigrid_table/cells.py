@@ -180,6 +180,17 @@ def evaluation_env(env_id: str, method: str, params: Sequence[str] = ()) -> tupl
     return dict(settings.get("env_kwargs") or {}), settings.get("env_wrapper")
 
 
+def masks_actions(env_wrapper: Any) -> bool:
+    """:param env_wrapper: an entry's ``env_wrapper`` (an import path, a one-key mapping of one to its arguments, or a
+        list of those)
+    :return: whether a wrapper of the chain gives the env ``action_masks()`` (the ``ppo`` methods then train
+        sb3-contrib's ``MaskablePPO``, which learns with them, instead of PPO, which would ignore them)"""
+    from sb3_dirpg.integrations.zoo import import_object
+
+    paths = [wrapper if isinstance(wrapper, str) else next(iter(wrapper)) for wrapper in as_list(env_wrapper)]
+    return any(callable(getattr(import_object(path), "action_masks", None)) for path in paths)
+
+
 def parse_params(params: Sequence[str]) -> dict[str, Any]:
     """:param params: ``key:value`` strings, the value a Python expression (rl-zoo3's ``-params`` syntax)
     :return: the values"""

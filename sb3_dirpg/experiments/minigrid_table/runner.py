@@ -19,9 +19,11 @@ from sb3_dirpg.experiments.minigrid_table.cells import (
     STOP_LEVEL,
     Cell,
     evaluation_env,
+    masks_actions,
     overrides,
     progress,
     record_end,
+    zoo_ppo_file,
 )  # fmt: skip
 
 
@@ -51,7 +53,10 @@ def command(cell: Cell, runs: Path, offset: int = 0) -> list[str]:
     params = [f"callback:{callback!r}", *cell.params]
     extra = overrides(cell.env_id, cell.method)
     params += [f"{key}:{value!r}" for key, value in extra.items() if key in SAME_KEYS]
-    if cell.method.startswith("ppo"):
+    if cell.method.startswith("ppo") and masks_actions(env_wrapper):  # rl-zoo3's PPO settings, learning with the masks
+        head = [sys.executable, "-m", "sb3_dirpg.integrations.zoo", "train", "--algo", "ppo_mask"]
+        head += ["--gym-packages", "minigrid", "--conf-file", str(zoo_ppo_file())]
+    elif cell.method.startswith("ppo"):
         head = [sys.executable, "-m", "rl_zoo3.train", "--algo", "ppo", "--gym-packages", "minigrid"]
     else:
         head = [sys.executable, "-m", "sb3_dirpg.integrations.zoo", "train", "--algo", cell.method]
