@@ -98,6 +98,9 @@ def test_settings_name_the_observation_wrappers_and_their_arguments() -> None:
     assert table.describe("MiniGrid-FourRooms-v0", "ppo_shaped")["observation"] == cast
     assert table.describe("MiniGrid-FourRooms-v0", "ppo")["observation"] == cast
     assert table.describe("MiniGrid-FourRooms-v0", "ppo_same")["observation"] == stacked
+    assert table.describe("MiniGrid-FourRooms-v0", "ppo_same")["heuristic"] == "none"
+    masked = table.describe("MiniGrid-ObstructedMaze-2Dlh-v0", "ppo_same")["heuristic"]
+    assert masked == "none; MaskablePPO, learns with the masks"
 
 
 def test_mission_encoding() -> None:

@@ -17,6 +17,7 @@ from sb3_dirpg.experiments.minigrid_table.cells import (
     curve,
     entry,
     finished,
+    masks_actions,
     overrides,
     read_record,
     zoo_budget,
@@ -96,18 +97,20 @@ def _reward_terms(specs: Sequence[Any]) -> str:
 def describe(env_id: str, method: str) -> dict[str, str]:
     """:param env_id: the env
     :param method: one of :data:`METHODS`
-    :return: the reward, observation and heuristic the method uses"""
+    :return: the reward, observation and heuristic the method uses (a ``ppo`` method on an env whose wrappers mask
+        actions says that it trains MaskablePPO)"""
     settings = {**entry(env_id, method), **overrides(env_id, method)}
     specs = as_list(settings.get("env_wrapper"))
     terms = _reward_terms(specs)
     steps = (settings.get("env_kwargs") or {}).get("max_steps", "env default")
     heuristic = settings.get("heuristic", "none")
+    learner = "; MaskablePPO, learns with the masks" if method.startswith("ppo") and masks_actions(specs) else ""
     return {
         "reward": f"{f'shaped ({terms})' if terms else 'MiniGrid sparse'}, max_steps {steps}",
         "observation": "+".join(_label(w) for w in specs if not _name(w).endswith("Reward")) or "raw",
         "heuristic": _name(heuristic) + (
             f" ({settings['priority']}, alpha {settings.get('alpha', '-')})" if "priority" in settings else ""
-        ),
+        ) + learner,
     }
 
 
