@@ -133,3 +133,36 @@ def test_a_greedy_loop_is_described_by_what_the_agent_faces(capsys: pytest.Captu
     failures = describe_greedy_failures(Toggler(), "MiniGrid-Empty-5x5-v0", {}, None, [10_000])  # type: ignore[arg-type]
     assert failures["failed"] == 1 and failures["looped"] == 1.0
     assert failures["loop_periods"] == {"1": 1} and failures["loops_facing"] == {"wall, empty-handed": 1}
+
+
+class FirstLegal:
+    """Takes the first legal action; fails the test if it is not given the env's masks."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def predict(
+        self, obs: Any, deterministic: bool = False, action_masks: np.ndarray | None = None
+    ) -> tuple[np.ndarray, None]:
+        """:param obs: ignored
+        :param deterministic: ignored
+        :param action_masks: the legal actions
+        :return: the first of them"""
+        assert action_masks is not None, "the env has masks: the policy must be played among its legal actions"
+        self.calls += 1
+        return np.array([int(np.flatnonzero(action_masks)[0])]), None
+
+
+def test_a_masked_env_is_played_with_its_masks() -> None:
+    """Where the entry masks actions, the failure analysis plays the policy among the legal actions, as the table's
+    evaluation does (without them a masked no-op would be taken and counted as the policy's)."""
+    from sb3_dirpg.experiments.greedy_gap import describe_greedy_failures
+    from sb3_dirpg.experiments.held_out import build_env
+
+    wrappers = ["sb3_dirpg.envs.FastObservation", "sb3_dirpg.envs.MiniGridNoOpMask", "sb3_dirpg.envs.DirectionImageObs"]
+    model = FirstLegal()
+    episode = play_episode(model, build_env("MiniGrid-Empty-5x5-v0", {"max_steps": 12}, wrappers), 0, False)
+    assert model.calls == episode["steps"] == 12 and not episode["success"]
+    seeds = [10_000, 10_001]
+    failures = describe_greedy_failures(model, "MiniGrid-Empty-5x5-v0", {"max_steps": 12}, wrappers, seeds)  # type: ignore[arg-type]
+    assert failures["failed"] == 2 and model.calls == 36

@@ -33,7 +33,7 @@ from stable_baselines3.common.logger import KVWriter, Logger
 
 from sb3_dirpg.envs.minigrid.fast_obs import front_cell
 from sb3_dirpg.experiments.common import default_out, write_json
-from sb3_dirpg.experiments.held_out import EVAL_SEED, build_env, evaluate_held_out, is_success
+from sb3_dirpg.experiments.held_out import EVAL_SEED, build_env, evaluate_held_out, is_success, predict_action
 
 DIAGNOSTICS = {
     "unchanged": "search/unchanged_fraction",
@@ -171,7 +171,7 @@ def describe_greedy_failures(model: BaseAlgorithm, env_id: str, env_kwargs: dict
                 loop, faced = steps - seen[state], facing(base)
             seen.setdefault(state, steps)
             cells.add(tuple(int(v) for v in base.agent_pos))
-            action = int(np.asarray(model.predict(obs, deterministic=True)[0]).reshape(-1)[0])
+            action = predict_action(model, obs, env, deterministic=True)
             actions[action] += 1
             obs, reward, terminated, truncated, info = env.step(action)
             steps += 1

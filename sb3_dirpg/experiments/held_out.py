@@ -76,6 +76,27 @@ def action_masks_of(env: gym.Env) -> np.ndarray | None:
     return np.asarray(masks(), dtype=bool)
 
 
+def predict_action(model: BaseAlgorithm, obs: Any, env: gym.Env, deterministic: bool) -> int:
+    """One action of the model's policy, among the env's legal actions where it gives masks (as the table evaluates).
+
+    :param model: a trained model (one whose ``predict`` takes ``action_masks`` where the env has masks)
+    :param obs: the env's current observation
+    :param env: the env, wrapped as the model saw it in training
+    :param deterministic: greedy action, else a sampled one
+    :return: the action
+    :raises ValueError: when the model reads the observation as a batch (it was trained on other observations)
+    """
+    masks = action_masks_of(env)
+    extra = {} if masks is None else {"action_masks": masks}
+    action = np.asarray(model.predict(obs, deterministic=deterministic, **extra)[0]).reshape(-1)
+    if action.size != 1:  # SB3 read the observation as a batch: the model was trained on other observations
+        raise ValueError(
+            f"the model gave {action.size} actions for one observation of {env.observation_space}: it was trained on "
+            "other observations (a variant's model needs the variant's --params, with its env_wrapper)"
+        )
+    return int(action[0])
+
+
 def evaluate_held_out(
     model: BaseAlgorithm, envs: Sequence[gym.Env], seeds: Sequence[int], deterministic: bool, trained: bool = False
 ) -> dict[str, float]:

@@ -30,7 +30,7 @@ from stable_baselines3.common.base_class import BaseAlgorithm
 
 from sb3_dirpg.envs.minigrid import MiniGridBound
 from sb3_dirpg.experiments.greedy_gap import describe_greedy_failures
-from sb3_dirpg.experiments.held_out import build_env, is_success
+from sb3_dirpg.experiments.held_out import build_env, is_success, predict_action
 
 DEFAULT_EDGES = (0, 10, 20, 30)
 
@@ -51,13 +51,7 @@ def play_episode(model: BaseAlgorithm, env: gym.Env, seed: int, deterministic: b
     cells = {tuple(int(v) for v in base.agent_pos)}
     steps, success, done = 0, False, False
     while not done:
-        action = np.asarray(model.predict(obs, deterministic=deterministic)[0]).reshape(-1)
-        if action.size != 1:  # SB3 read the observation as a batch: the model was trained on other observations
-            raise ValueError(
-                f"the model gave {action.size} actions for one observation of {env.observation_space}: it was trained on "
-                "other observations (a variant's model needs the variant's --params, with its env_wrapper)"
-            )
-        obs, reward, terminated, truncated, info = env.step(int(action[0]))
+        obs, reward, terminated, truncated, info = env.step(predict_action(model, obs, env, deterministic))
         steps += 1
         cells.add(tuple(int(v) for v in base.agent_pos))
         done = terminated or truncated
@@ -107,16 +101,19 @@ def format_rows(rows: Sequence[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def load_model(path: Path, method: str) -> BaseAlgorithm:
+def load_model(path: Path, method: str, masked: bool = False) -> BaseAlgorithm:
     """:param path: a saved model
     :param method: the method that trained it: one of the zoo bridge's algorithms (``dirpg``, ``reinforce``, ``cem``),
-        ``ppo`` or ``ppo_shaped``
+        ``ppo``, ``ppo_shaped`` or ``ppo_same``
+    :param masked: whether the method's env gives action masks (a ``ppo`` method trained sb3-contrib's MaskablePPO there)
     :return: the model, on the CPU"""
+    from sb3_contrib import MaskablePPO
     from stable_baselines3 import PPO
 
     from sb3_dirpg.integrations.zoo import ZOO_ALGOS
 
-    classes: dict[str, type[BaseAlgorithm]] = {**ZOO_ALGOS, "ppo": PPO, "ppo_shaped": PPO}
+    ppo = MaskablePPO if masked else PPO
+    classes: dict[str, type[BaseAlgorithm]] = {**ZOO_ALGOS, "ppo": ppo, "ppo_shaped": ppo, "ppo_same": ppo}
     if method not in classes:
         raise ValueError(f"--method must be one of {sorted(classes)}, got {method!r}")
     if not Path(path).is_file():
@@ -129,7 +126,7 @@ def main(argv: Sequence[str] | None = None) -> None:
 
     :param argv: the arguments (``sys.argv[1:]`` when None)
     """
-    from sb3_dirpg.experiments.minigrid_table import evaluation_env
+    from sb3_dirpg.experiments.minigrid_table import evaluation_env, masks_actions
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("model", type=Path, help="a saved model (a table cell's model.zip)")
@@ -143,13 +140,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--params", nargs="+", default=[], metavar="KEY:VALUE",
                         help="the variant's changes, as the table's --params gave them (an env_wrapper changes the env)")
     args = parser.parse_args(argv)
-    model = load_model(args.model, args.method)
+    env_kwargs, env_wrapper = evaluation_env(args.env, args.method, args.params)
+    model = load_model(args.model, args.method, masks_actions(env_wrapper))
     if args.loops:
         seeds = range(args.seeds[0], args.seeds[0] + args.seeds[1])
-        env_kwargs, env_wrapper = evaluation_env(args.env, args.method, args.params)
         print(json.dumps(describe_greedy_failures(model, args.env, env_kwargs, env_wrapper, seeds)))
         return
-    env = build_env(args.env, *evaluation_env(args.env, args.method, args.params))
+    env = build_env(args.env, env_kwargs, env_wrapper)
     th.manual_seed(0)
     episodes = [play_episode(model, env, seed, args.greedy) for seed in range(args.seeds[0], args.seeds[0] + args.seeds[1])]
     print(f"{args.env}, {args.model}: success {np.mean([e['success'] for e in episodes]):.3f} over {len(episodes)} seeds "
