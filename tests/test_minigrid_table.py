@@ -595,3 +595,22 @@ def test_a_median_that_running_seeds_may_still_reach_is_not_reached_yet() -> Non
     verdict = judge({"MiniGrid-X-v0": _row(1e6, dirpg=running, reinforce=[_curve(None)] * 3)})
     assert verdict["envs"]["MiniGrid-X-v0"]["undecided"] == ["dirpg"]
     assert "| X | not reached yet | reinforce not reached |" in targets_table(verdict)
+
+
+def test_maskable_ppo_on_a_frontier_env_gets_the_dirpg_entrys_information() -> None:
+    """docs/scripts/maskable_ppo_frontier.py: rl-zoo3's MiniGrid PPO settings with the DirPG entry's wrappers (masks
+    included), policy and network, the reward normalized and the observation not (the table's ppo_same)."""
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[1] / "docs" / "scripts" / "maskable_ppo_frontier.py"
+    spec = importlib.util.spec_from_file_location("maskable_ppo_frontier", path)
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    env_id = "MiniGrid-KeyCorridorS6R3-v0"
+    settings = script.ppo_entry(env_id, 2_500_000)
+    ours, zoo = table.entry(env_id, "dirpg"), table.entry("MiniGrid-Unlock-v0", "ppo")
+    assert settings["env_wrapper"] == ours["env_wrapper"] and table.masks_actions(settings["env_wrapper"])
+    assert settings["normalize"] == table.SAME_NORMALIZE and settings["n_timesteps"] == 2_500_000
+    assert eval(settings["policy_kwargs"])["features_extractor_class"] is MiniGridCNN
+    assert {key: settings[key] for key in ("n_envs", "n_steps", "gamma", "ent_coef", "learning_rate")} == {
+        key: zoo[key] for key in ("n_envs", "n_steps", "gamma", "ent_coef", "learning_rate")}
