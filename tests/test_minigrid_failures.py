@@ -166,3 +166,19 @@ def test_a_masked_env_is_played_with_its_masks() -> None:
     seeds = [10_000, 10_001]
     failures = describe_greedy_failures(model, "MiniGrid-Empty-5x5-v0", {"max_steps": 12}, wrappers, seeds)  # type: ignore[arg-type]
     assert failures["failed"] == 2 and model.calls == 36
+
+
+def test_ppo_same_is_played_on_a_frontier_env_and_ppo_there_is_refused(capsys: pytest.CaptureFixture) -> None:
+    """rl-zoo3 has no PPO entry for KeyCorridorS6R3: ``ppo_same`` (the DirPG entry's information) is still defined there,
+    as the frontier's MaskablePPO runs train it, while ``ppo`` stops with a message that names the env and the way out."""
+    from sb3_dirpg.experiments.minigrid_failures import main
+    from sb3_dirpg.experiments.minigrid_table import entry, evaluation_env
+
+    env_id = "MiniGrid-KeyCorridorS6R3-v0"
+    ours = entry(env_id, "dirpg")
+    assert evaluation_env(env_id, "ppo_same") == (dict(ours.get("env_kwargs") or {}), ours["env_wrapper"])
+    with pytest.raises(ValueError, match=f"no entry for {env_id}, so the ppo method cannot run on it; ppo_same"):
+        evaluation_env(env_id, "ppo")
+    with pytest.raises(SystemExit):
+        main(["model.zip", "--env", env_id, "--method", "ppo_shaped"])
+    assert f"no entry for {env_id}, so the ppo_shaped method" in capsys.readouterr().err

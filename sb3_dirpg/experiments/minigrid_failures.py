@@ -140,7 +140,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--params", nargs="+", default=[], metavar="KEY:VALUE",
                         help="the variant's changes, as the table's --params gave them (an env_wrapper changes the env)")
     args = parser.parse_args(argv)
-    env_kwargs, env_wrapper = evaluation_env(args.env, args.method, args.params)
+    try:
+        env_kwargs, env_wrapper = evaluation_env(args.env, args.method, args.params)
+    except ValueError as error:
+        parser.error(str(error))
     model = load_model(args.model, args.method, masks_actions(env_wrapper))
     if args.loops:
         seeds = range(args.seeds[0], args.seeds[0] + args.seeds[1])

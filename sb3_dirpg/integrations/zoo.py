@@ -89,12 +89,18 @@ def register_algorithms() -> None:
         rl_zoo3.hyperparams_opt.HYPERPARAMS_CONVERTER[name] = rl_zoo3.hyperparams_opt.HYPERPARAMS_CONVERTER[like]
 
 
+def rl_zoo3_conf_file(algo: str) -> Path:
+    """:param algo: an algorithm of rl-zoo3's (``ppo``, ``a2c``, ...)
+    :return: rl-zoo3's own shipped hyperparameter file of it"""
+    return Path(rl_zoo3.__file__).parent / "hyperparams" / f"{algo}.yml"
+
+
 def default_conf_file(algo: str) -> Path:
     """:param algo: ``dirpg``, ``reinforce``, ``cem`` or ``ppo_mask``
     :return: the hyperparameter file of the algorithm shipped in the package's ``zoo_hyperparams/`` (for ``ppo_mask``,
         rl-zoo3's own file of the algorithm it trains like)"""
     if algo in MASKED_ZOO_ALGOS:
-        return Path(rl_zoo3.__file__).parent / "hyperparams" / f"{MASKED_ZOO_ALGOS[algo][1]}.yml"
+        return rl_zoo3_conf_file(MASKED_ZOO_ALGOS[algo][1])
     path = HYPERPARAMS_DIR / f"{algo}.yml"
     if not path.is_file():
         raise FileNotFoundError(

@@ -53,9 +53,9 @@ def load_yaml(path: Path) -> dict[str, Any]:
 
 def zoo_ppo_file() -> Path:
     """:return: rl-zoo3's shipped PPO hyperparameter file"""
-    import rl_zoo3
+    from sb3_dirpg.integrations.zoo import rl_zoo3_conf_file
 
-    return Path(rl_zoo3.__file__).parent / "hyperparams" / "ppo.yml"
+    return rl_zoo3_conf_file("ppo")
 
 
 def our_file(algo: str) -> Path:
@@ -114,11 +114,15 @@ def entry(env_id: str, method: str) -> dict[str, Any]:
     :param env_id: the env
     :param method: one of :data:`METHODS`
     :return: the entry
+    :raises ValueError: where the file has no entry for the env
     """
     path = zoo_ppo_file() if method.startswith("ppo") else our_file(method)
     table = load_yaml(path)
     if env_id not in table:
-        raise KeyError(f"{path} has no entry for {env_id}")
+        message = f"{path} has no entry for {env_id}, so the {method} method cannot run on it"
+        if method.startswith("ppo"):
+            message += "; ppo_same needs only a DirPG entry (docs/scripts/maskable_ppo_frontier.py trains it on such an env)"
+        raise ValueError(message)
     return dict(table[env_id])
 
 
@@ -155,16 +159,15 @@ def overrides(env_id: str, method: str) -> dict[str, Any]:
     """
     if not method.startswith("ppo"):
         return {}
-    zoo_wrappers = repaired(entry(env_id, "ppo").get("env_wrapper"))
     if method == "ppo":
-        return {"env_wrapper": zoo_wrappers}
+        return {"env_wrapper": repaired(entry(env_id, "ppo").get("env_wrapper"))}
     ours = entry(env_id, "dirpg")
     if method == "ppo_same":
         return {"env_wrapper": as_list(ours.get("env_wrapper")), "env_kwargs": ours.get("env_kwargs", {}),
                 "policy": ours["policy"], "policy_kwargs": importable(ours["policy_kwargs"]),
                 "normalize": SAME_NORMALIZE}  # fmt: skip
     reward = [w for w in as_list(ours.get("env_wrapper")) if "ShapedReward" in str(w) or "ProgressReward" in str(w)]
-    return {"env_wrapper": reward + zoo_wrappers, "env_kwargs": ours.get("env_kwargs", {})}
+    return {"env_wrapper": reward + overrides(env_id, "ppo")["env_wrapper"], "env_kwargs": ours.get("env_kwargs", {})}
 
 
 def as_list(value: Any) -> list[Any]:
@@ -175,8 +178,10 @@ def evaluation_env(env_id: str, method: str, params: Sequence[str] = ()) -> tupl
     """:param env_id: the env
     :param method: one of :data:`METHODS`
     :param params: a variant's ``key:value`` changes (an ``env_wrapper`` among them changes the env)
-    :return: the ``env_kwargs`` and ``env_wrapper`` the method trains with (the evaluation env is built the same)"""
-    settings = {**entry(env_id, method), **overrides(env_id, method), **parse_params(params)}
+    :return: the ``env_kwargs`` and ``env_wrapper`` the method trains with (the evaluation env is built the same);
+        ``ppo_same``'s are the DirPG entry's, so it has them on every env with a DirPG entry (the frontier's too)"""
+    base = {} if method == "ppo_same" else entry(env_id, method)
+    settings = {**base, **overrides(env_id, method), **parse_params(params)}
     return dict(settings.get("env_kwargs") or {}), settings.get("env_wrapper")
 
 
