@@ -144,6 +144,12 @@ def importable(policy_kwargs: str) -> str:
     return policy_kwargs.replace("MiniGridCNN", "__import__('sb3_dirpg.envs.minigrid', fromlist=['MiniGridCNN']).MiniGridCNN")
 
 
+def zoo_wrappers(env_id: str) -> list[Any]:
+    """:param env_id: an env of rl-zoo3's PPO file
+    :return: rl-zoo3's ``env_wrapper`` for it, repaired (:func:`repaired`)"""
+    return repaired(entry(env_id, "ppo").get("env_wrapper"))
+
+
 def overrides(env_id: str, method: str) -> dict[str, Any]:
     """What a method changes in its entry.
 
@@ -160,14 +166,14 @@ def overrides(env_id: str, method: str) -> dict[str, Any]:
     if not method.startswith("ppo"):
         return {}
     if method == "ppo":
-        return {"env_wrapper": repaired(entry(env_id, "ppo").get("env_wrapper"))}
+        return {"env_wrapper": zoo_wrappers(env_id)}
     ours = entry(env_id, "dirpg")
     if method == "ppo_same":
         return {"env_wrapper": as_list(ours.get("env_wrapper")), "env_kwargs": ours.get("env_kwargs", {}),
                 "policy": ours["policy"], "policy_kwargs": importable(ours["policy_kwargs"]),
                 "normalize": SAME_NORMALIZE}  # fmt: skip
     reward = [w for w in as_list(ours.get("env_wrapper")) if "ShapedReward" in str(w) or "ProgressReward" in str(w)]
-    return {"env_wrapper": reward + overrides(env_id, "ppo")["env_wrapper"], "env_kwargs": ours.get("env_kwargs", {})}
+    return {"env_wrapper": reward + zoo_wrappers(env_id), "env_kwargs": ours.get("env_kwargs", {})}
 
 
 def as_list(value: Any) -> list[Any]:
