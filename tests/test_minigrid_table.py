@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -373,6 +374,38 @@ def test_fill_plans_the_cells_the_targets_lack(tmp_path) -> None:
     assert remaining[2:] == sorted(remaining[2:], reverse=True) and remaining[2] == 3 * m
     with pytest.raises(SystemExit, match="--fill picks"):
         table.main(["--fill", "--methods", "ppo", "--runs", str(runs)])
+
+
+def test_the_report_shows_the_cells_still_to_run(tmp_path) -> None:
+    """--report rewrites the page's ``minigrid cells to run`` block with what --fill would train: each cell, how far
+    its record reaches (an earlier run's, named so, while a rerun from scratch is behind it) and its last evaluation,
+    and the interactions left; once nothing is left, it says so."""
+    runs, out, m, env_id = tmp_path / "runs", tmp_path / "results", 1_000_000, "MiniGrid-DoorKey-5x5-v0"
+    for method in ("dirpg", "reinforce"):
+        for seed in range(3):
+            _record(runs, env_id, f"{method}-s{seed}", m, m, success=0.95)
+    _record(runs, env_id, "ppo-s0", m, m)
+    _record(runs, env_id, "ppo-s1", m, 300_000, checkpoint=True)  # a rerun from scratch, behind an earlier run's 600k:
+    _record(tmp_path / "earlier", env_id, "ppo-s1", m, 600_000, success=0.1)
+    (tmp_path / "earlier" / env_id / "ppo-s1" / "record.json").rename(runs / env_id / "ppo-s1" / table.KEPT_RECORD)
+    _record(runs, env_id, "ppo_same-s0", m, m)
+    page = tmp_path / "results.md"
+    page.write_text("before\n<!-- minigrid cells to run start -->\nold\n<!-- minigrid cells to run end -->\nafter\n")
+
+    table.main(["--report", "--runs", str(runs), "--out", str(out)])
+    block = page.read_text().split("cells to run start -->")[1].split("<!--")[0]
+    rows = [line for line in block.splitlines() if line.startswith("| DoorKey")]
+    assert rows == ["| DoorKey-5x5 | ppo | 1 | 1.00M | 600k (an earlier run; the rerun is at 300k) | 0.10 / 0.00 |",
+                    "| DoorKey-5x5 | ppo | 2 | 1.00M | 0k | – |"]
+    assert "2 cells, 1.70M interactions from their last evaluations." in block  # the rerun's 700k and 1M
+
+    shutil.rmtree(runs / env_id / "ppo-s1")
+    for seed in (1, 2):  # both run to their budget
+        _record(runs, env_id, f"ppo-s{seed}", m, m)
+    table.main(["--report", "--runs", str(runs), "--out", str(out)])
+    text = page.read_text()
+    assert "None: every cell the targets need has run" in text and "| DoorKey" not in text.split("after")[0]
+    assert text.startswith("before\n") and text.endswith("after\n")
 
 
 def test_a_rerun_from_scratch_never_shrinks_the_table(tmp_path, monkeypatch) -> None:

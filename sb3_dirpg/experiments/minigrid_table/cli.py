@@ -9,7 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from sb3_dirpg.experiments.common import default_out, write_json
+from sb3_dirpg.experiments.common import default_out, refresh_block, write_json
 from sb3_dirpg.experiments.minigrid_table.cells import (
     ENVS,
     METHODS,
@@ -20,7 +20,7 @@ from sb3_dirpg.experiments.minigrid_table.cells import (
     load_yaml,
     zoo_ppo_file,
 )  # fmt: skip
-from sb3_dirpg.experiments.minigrid_table.plan import cells_to_run
+from sb3_dirpg.experiments.minigrid_table.plan import cells_to_run, plan_table
 from sb3_dirpg.experiments.minigrid_table.probe import probe_bounds, probe_table
 from sb3_dirpg.experiments.minigrid_table.report import methods_in, report
 from sb3_dirpg.experiments.minigrid_table.runner import run_cell
@@ -116,4 +116,6 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     # the whole table: every env, method and variant with a cell, so that a run of a few cells leaves it whole
     envs = [env_id for env_id in ENVS if (runs / env_id).is_dir()]
     page = args.page or out.parent / "results.md"
-    return report(runs, out, envs, methods_in(runs, envs), page if page.is_file() else None)
+    summary = report(runs, out, envs, methods_in(runs, envs), page if page.is_file() else None)
+    refresh_block(page, "minigrid cells to run", plan_table(runs, envs))
+    return summary

@@ -2,14 +2,24 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from sb3_dirpg.experiments.minigrid_table.cells import METHODS, MIN_BUDGET, Cell, progress
+from sb3_dirpg.experiments.minigrid_table.cells import (
+    METHODS,
+    MIN_BUDGET,
+    Cell,
+    curve,
+    progress,
+    read_record,
+    record_end,
+)
 from sb3_dirpg.experiments.minigrid_table.report import summarize
 from sb3_dirpg.experiments.minigrid_targets import (
     MIN_SEEDS,
+    format_count,
     missing_cells,
     ppo_seeds,
     success_at,
@@ -69,3 +79,36 @@ def cells_to_run(runs: Path, envs: Sequence[str]) -> list[Cell]:
         return not made, cell.budget - made if made else made - cell.budget
 
     return sorted(cells, key=order)
+
+
+def plan_table(runs: Path, envs: Sequence[str]) -> str:
+    """What ``--fill`` still has to train, as the results page shows it: one row per cell of :func:`cells_to_run`,
+    with how far its record reaches and its last evaluation. The rows read the records only, so they are the same on
+    every machine (a checkpoint that is not in git shortens the training left, not the table).
+
+    :param runs: the folder of all cells
+    :param envs: the envs to fill
+    :return: the table in Markdown, with the interactions left under it (a rerun from scratch counts from where it
+        is); a sentence when nothing is left
+    """
+    cells = cells_to_run(runs, envs)
+    if not cells:
+        return "None: every cell the targets need has run to its budget or stopped early by the rule.\n"
+    lines = [
+        "| env | method | seed | to | evaluated so far | last evaluation, sampled / greedy |",
+        "| --- | --- | ---: | ---: | ---: | ---: |",
+    ]
+    left = 0
+    for cell in cells:
+        record = read_record(cell.folder(runs))  # the table's: an earlier run's while a rerun from scratch is behind it
+        rows = curve(record) if record is not None else []
+        reach, last = (rows[-1][0], f"{rows[-1][1]:.2f} / {rows[-1][2]:.2f}") if rows else (0, "–")
+        current = cell.folder(runs) / "record.json"
+        rerun = record_end(json.loads(current.read_text())) if current.exists() else -1
+        behind = f" (an earlier run; the rerun is at {format_count(max(rerun, 0))})" if 0 <= rerun < reach else ""
+        left += max(cell.budget - int(reach if not behind else rerun), 0)
+        name = cell.env_id.removeprefix("MiniGrid-").removesuffix("-v0")
+        lines.append(f"| {name} | {cell.name} | {cell.seed} | {format_count(cell.budget)} | {format_count(reach)}{behind} | "
+                     f"{last} |")
+    count = f"{len(cells)} cell{'s' if len(cells) > 1 else ''}"
+    return "\n".join(lines) + f"\n\n{count}, {format_count(left)} interactions from their last evaluations.\n"
