@@ -83,8 +83,8 @@ def cells_to_run(runs: Path, envs: Sequence[str]) -> list[Cell]:
 
 def plan_table(runs: Path, envs: Sequence[str]) -> str:
     """What ``--fill`` still has to train, as the results page shows it: one row per cell of :func:`cells_to_run`,
-    with how far its record reaches and its last evaluation. The rows read the records only, so they are the same on
-    every machine (a checkpoint that is not in git shortens the training left, not the table).
+    with how far its record reaches and its last evaluation. The figures come from the records, which git holds, not
+    from the checkpoints, which it may not (a checkpoint only shortens the training left).
 
     :param runs: the folder of all cells
     :param envs: the envs to fill
@@ -105,8 +105,8 @@ def plan_table(runs: Path, envs: Sequence[str]) -> str:
         reach, last = (rows[-1][0], f"{rows[-1][1]:.2f} / {rows[-1][2]:.2f}") if rows else (0, "–")
         current = cell.folder(runs) / "record.json"
         rerun = record_end(json.loads(current.read_text())) if current.exists() else -1
-        behind = f" (an earlier run; the rerun is at {format_count(max(rerun, 0))})" if 0 <= rerun < reach else ""
-        left += max(cell.budget - int(reach if not behind else rerun), 0)
+        behind = f" (an earlier run; the rerun is at {format_count(rerun)})" if 0 <= rerun < reach else ""
+        left += max(cell.budget - int(rerun if behind else reach), 0)
         name = cell.env_id.removeprefix("MiniGrid-").removesuffix("-v0")
         lines.append(f"| {name} | {cell.name} | {cell.seed} | {format_count(cell.budget)} | {format_count(reach)}{behind} | "
                      f"{last} |")
