@@ -376,7 +376,7 @@ def test_fill_plans_the_cells_the_targets_lack(tmp_path) -> None:
         table.main(["--fill", "--methods", "ppo", "--runs", str(runs)])
 
 
-def test_the_report_shows_the_cells_still_to_run(tmp_path) -> None:
+def test_the_report_shows_the_cells_still_to_run(tmp_path, monkeypatch, capsys) -> None:
     """--report rewrites the page's ``minigrid cells to run`` block with what --fill would train: each cell, how far
     its record reaches (an earlier run's, named so, while a rerun from scratch is behind it) and its last evaluation,
     and the interactions left; once nothing is left, it says so."""
@@ -398,6 +398,12 @@ def test_the_report_shows_the_cells_still_to_run(tmp_path) -> None:
     assert rows == ["| DoorKey-5x5 | ppo | 1 | 1.00M | 600k (an earlier run; the rerun is at 300k) | 0.10 / 0.00 |",
                     "| DoorKey-5x5 | ppo | 2 | 1.00M | 0k | – |"]
     assert "2 cells, 1.70M interactions from their last evaluations." in block  # the rerun's 700k and 1M
+
+    trained = []  # --fill prints the same list, then trains those cells
+    monkeypatch.setattr(table.cli, "run_cell", lambda cell, runs, resume: trained.append((cell.method, cell.seed, resume)))
+    capsys.readouterr()
+    table.main(["--fill", "--procs", "1", "--envs", env_id, "--runs", str(runs), "--out", str(out)])
+    assert rows[0] in capsys.readouterr().out and trained == [("ppo", 1, True), ("ppo", 2, True)]
 
     shutil.rmtree(runs / env_id / "ppo-s1")
     for seed in (1, 2):  # both run to their budget

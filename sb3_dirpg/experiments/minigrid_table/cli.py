@@ -24,10 +24,7 @@ from sb3_dirpg.experiments.minigrid_table.plan import cells_to_run, plan_table
 from sb3_dirpg.experiments.minigrid_table.probe import probe_bounds, probe_table
 from sb3_dirpg.experiments.minigrid_table.report import methods_in, report
 from sb3_dirpg.experiments.minigrid_table.runner import run_cell
-from sb3_dirpg.experiments.minigrid_targets import (
-    MIN_SEEDS,
-    format_count,
-)
+from sb3_dirpg.experiments.minigrid_targets import MIN_SEEDS
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -97,8 +94,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     runs = args.runs or out / "minigrid_table_runs"
     if args.fill:
         cells = cells_to_run(runs, args.envs)
-        for cell in cells:
-            print(f"to run: {cell.env_id} {cell.name} seed {cell.seed} to {format_count(cell.budget)}", flush=True)
+        print(plan_table(runs, cells), flush=True)
         with ThreadPoolExecutor(max_workers=args.procs) as pool:
             list(pool.map(lambda cell: run_cell(cell, runs, resume=True), cells))
     elif not args.report:
@@ -117,5 +113,5 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     envs = [env_id for env_id in ENVS if (runs / env_id).is_dir()]
     page = args.page or out.parent / "results.md"
     summary = report(runs, out, envs, methods_in(runs, envs), page if page.is_file() else None)
-    refresh_block(page, "minigrid cells to run", plan_table(runs, envs))
+    refresh_block(page, "minigrid cells to run", plan_table(runs, cells_to_run(runs, envs)))
     return summary

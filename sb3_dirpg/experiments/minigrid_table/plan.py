@@ -81,17 +81,16 @@ def cells_to_run(runs: Path, envs: Sequence[str]) -> list[Cell]:
     return sorted(cells, key=order)
 
 
-def plan_table(runs: Path, envs: Sequence[str]) -> str:
-    """What ``--fill`` still has to train, as the results page shows it: one row per cell of :func:`cells_to_run`,
-    with how far its record reaches and its last evaluation. The figures come from the records, which git holds, not
+def plan_table(runs: Path, cells: Sequence[Cell]) -> str:
+    """What ``--fill`` still has to train, as it prints it and the results page shows it: one row per cell, with how
+    far its record reaches and its last evaluation. The figures come from the records, which git holds, not
     from the checkpoints, which it may not (a checkpoint only shortens the training left).
 
     :param runs: the folder of all cells
-    :param envs: the envs to fill
+    :param cells: the cells to run (:func:`cells_to_run`)
     :return: the table in Markdown, with the interactions left under it (a rerun from scratch counts from where it
         is); a sentence when nothing is left
     """
-    cells = cells_to_run(runs, envs)
     if not cells:
         return "None: every cell the targets need has run to its budget or stopped early by the rule.\n"
     lines = [
