@@ -388,6 +388,10 @@ def test_the_report_shows_the_cells_still_to_run(tmp_path, monkeypatch, capsys) 
     _record(runs, env_id, "ppo-s1", m, 300_000, checkpoint=True)  # a rerun from scratch, behind an earlier run's 600k:
     _record(tmp_path / "earlier", env_id, "ppo-s1", m, 600_000, success=0.1)
     (tmp_path / "earlier" / env_id / "ppo-s1" / "record.json").rename(runs / env_id / "ppo-s1" / table.KEPT_RECORD)
+    (runs / env_id / "ppo-s2").mkdir()  # a rerun from scratch that has not yet evaluated, behind an earlier 200k
+    (runs / env_id / "ppo-s2" / "record.json").write_text(json.dumps({"budget": m, "points": []}))
+    _record(tmp_path / "earlier", env_id, "ppo-s2", m, 200_000, success=0.2)
+    (tmp_path / "earlier" / env_id / "ppo-s2" / "record.json").rename(runs / env_id / "ppo-s2" / table.KEPT_RECORD)
     _record(runs, env_id, "ppo_same-s0", m, m)
     page = tmp_path / "results.md"
     page.write_text("before\n<!-- minigrid cells to run start -->\nold\n<!-- minigrid cells to run end -->\nafter\n")
@@ -396,8 +400,8 @@ def test_the_report_shows_the_cells_still_to_run(tmp_path, monkeypatch, capsys) 
     block = page.read_text().split("cells to run start -->")[1].split("<!--")[0]
     rows = [line for line in block.splitlines() if line.startswith("| DoorKey")]
     assert rows == ["| DoorKey-5x5 | ppo | 1 | 1.00M | 600k (an earlier run; the rerun is at 300k) | 0.10 / 0.00 |",
-                    "| DoorKey-5x5 | ppo | 2 | 1.00M | 0k | – |"]
-    assert "2 cells, 1.70M interactions from their last evaluations." in block  # the rerun's 700k and 1M
+                    "| DoorKey-5x5 | ppo | 2 | 1.00M | 200k (an earlier run; the rerun is at 0k) | 0.20 / 0.00 |"]
+    assert "2 cells, 1.70M interactions from their last evaluations." in block  # the reruns' 700k and 1M
 
     trained = []  # --fill prints the same list, then trains those cells
     monkeypatch.setattr(table.cli, "run_cell", lambda cell, runs, resume: trained.append((cell.method, cell.seed, resume)))
@@ -405,8 +409,8 @@ def test_the_report_shows_the_cells_still_to_run(tmp_path, monkeypatch, capsys) 
     table.main(["--fill", "--procs", "1", "--envs", env_id, "--runs", str(runs), "--out", str(out)])
     assert rows[0] in capsys.readouterr().out and trained == [("ppo", 1, True), ("ppo", 2, True)]
 
-    shutil.rmtree(runs / env_id / "ppo-s1")
     for seed in (1, 2):  # both run to their budget
+        shutil.rmtree(runs / env_id / f"ppo-s{seed}")
         _record(runs, env_id, f"ppo-s{seed}", m, m)
     table.main(["--report", "--runs", str(runs), "--out", str(out)])
     text = page.read_text()

@@ -103,9 +103,9 @@ def plan_table(runs: Path, cells: Sequence[Cell]) -> str:
         rows = curve(record) if record is not None else []
         reach, last = (rows[-1][0], f"{rows[-1][1]:.2f} / {rows[-1][2]:.2f}") if rows else (0, "–")
         current = cell.folder(runs) / "record.json"
-        rerun = record_end(json.loads(current.read_text())) if current.exists() else -1
-        behind = f" (an earlier run; the rerun is at {format_count(rerun)})" if 0 <= rerun < reach else ""
-        left += max(cell.budget - int(rerun if behind else reach), 0)
+        rerun = max(record_end(json.loads(current.read_text())), 0) if current.exists() else reach
+        behind = f" (an earlier run; the rerun is at {format_count(rerun)})" if rerun < reach else ""
+        left += max(cell.budget - int(rerun), 0)
         name = cell.env_id.removeprefix("MiniGrid-").removesuffix("-v0")
         lines.append(f"| {name} | {cell.name} | {cell.seed} | {format_count(cell.budget)} | {format_count(reach)}{behind} | "
                      f"{last} |")
