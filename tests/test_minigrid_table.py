@@ -657,3 +657,57 @@ def test_maskable_ppo_on_a_frontier_env_gets_the_dirpg_entrys_information() -> N
     assert eval(settings["policy_kwargs"])["features_extractor_class"] is MiniGridCNN
     assert {key: settings[key] for key in ("n_envs", "n_steps", "gamma", "ent_coef", "learning_rate")} == {
         key: zoo[key] for key in ("n_envs", "n_steps", "gamma", "ent_coef", "learning_rate")}
+
+
+def _returns(runs, env_id: str, name: str, returns: dict[int, float], budget: int, stopped_early: bool = False) -> None:
+    """A PPO cell's record with MiniGrid's return (sampled; greedy 0.01 below) at the given interactions."""
+    points = [{"interactions": x, "wall_s": x / 1e3, "sampled": {"success": r, "minigrid_return": r},
+               "greedy": {"success": r, "minigrid_return": r - 0.01}} for x, r in returns.items()]  # fmt: skip
+    folder = runs / env_id / name
+    folder.mkdir(parents=True)
+    record = {"budget": budget, "points": points, **({"stopped_early": max(returns)} if stopped_early else {})}
+    (folder / "record.json").write_text(json.dumps(record))
+
+
+def test_the_reproduction_check_reads_each_seed_at_the_benchmarks_budget(tmp_path) -> None:
+    """The check of rl-zoo3's PPO against its benchmark.md reads each seed's sampled MiniGrid return at the benchmark's
+    n_timesteps (not later), holds a cell that stopped early at its last evaluation, says where a record ends short of
+    the benchmark's budget, and judges the gate on seed 0 alone; --report writes it into the page's block."""
+    runs, out, m = tmp_path / "runs", tmp_path / "results", 1_000_000
+    _returns(runs, "MiniGrid-Empty-Random-5x5-v0", "ppo-s0", {0: 0.1, 50_000: 0.5, 100_000: 0.93, 150_000: 0.97}, m)
+    _returns(runs, "MiniGrid-DoorKey-5x5-v0", "ppo-s0", {0: 0.1, 100_000: 0.0}, m)
+    _returns(runs, "MiniGrid-DoorKey-5x5-v0", "ppo-s1", {0: 0.1, 100_000: 0.964}, m)
+    _returns(runs, "MiniGrid-KeyCorridorS3R1-v0", "ppo-s0", {0: 0.0, 200_000: 0.951, 250_000: 0.949}, m, stopped_early=True)
+    _returns(runs, "MiniGrid-GoToDoor-5x5-v0", "ppo-s0", {0: 0.05, 3_000_000: 0.7}, 3 * m)
+    check = table.reproduction(runs)
+    assert check["MiniGrid-Empty-Random-5x5-v0"]["seeds"][0]["sampled"] == 0.93  # at 100k, not 150k's 0.97
+    assert check["MiniGrid-Empty-Random-5x5-v0"]["within"]  # 0.93 is within 0.05 of 0.968
+    assert not check["MiniGrid-DoorKey-5x5-v0"]["within"]  # seed 0 collapsed; seed 1 matching does not pass the gate
+    assert not check["MiniGrid-Unlock-v0"]["within"]  # no record at all
+    assert "Fetch" not in str(list(check))  # benchmark.md has no Fetch row
+    text = table.reproduction_table(check)
+    rows = {line.split(" | ")[0].removeprefix("| "): line for line in text.splitlines() if line.startswith("| ")}
+    assert rows["Empty-Random-5x5"] == "| Empty-Random-5x5 | 0.968 (100k) | 0.930 / 0.920 | – | – | yes |"
+    assert rows["DoorKey-5x5"] == "| DoorKey-5x5 | 0.964 (100k) | 0.000 / -0.010 | 0.964 / 0.954 | – | **no** |"
+    assert "0.949 / 0.939 (stopped early at 250k)" in rows["KeyCorridorS3R1"]
+    assert "0.700 / 0.690 (at 3.00M)" in rows["GoToDoor-5x5"] and rows["GoToDoor-5x5"].endswith(" | – |")
+    assert "Empty-Random-5x5, DoorKey-5x5, Unlock: 1 of 3." in text
+
+    page = tmp_path / "results.md"
+    page.write_text("before\n<!-- minigrid reproduction start -->\nold\n<!-- minigrid reproduction end -->\nafter\n")
+    table.main(["--report", "--runs", str(runs), "--out", str(out)])
+    assert text.strip() in page.read_text() and "old" not in page.read_text()
+    assert json.loads((out / "minigrid_reproduction.json").read_text())["MiniGrid-DoorKey-5x5-v0"]["within"] is False
+
+
+def test_a_variant_may_train_with_more_torch_threads(capsys) -> None:
+    """The table's cells train with one torch thread; a tagged variant may give rl-zoo3's --num-threads another count
+    (rl-zoo3's PPO on DoorKey seed 0 depends on it), and an untagged one is refused before any training."""
+    cell = table.Cell("MiniGrid-DoorKey-5x5-v0", "ppo", 0, 100_000)
+    cmd = table.command(cell, Path("/runs"))
+    assert cmd.count("--num-threads") == 1 and cmd[cmd.index("--num-threads") + 1] == "1"
+    two = table.command(table.Cell("MiniGrid-DoorKey-5x5-v0", "ppo", 0, 100_000, "threads2", threads=2), Path("/runs"))
+    assert two[two.index("--num-threads") + 1] == "2"
+    for argv, word in ((["--threads", "2"], "--tag"), (["--threads", "0", "--tag", "t"], "at least 1")):
+        with pytest.raises(SystemExit, match=word):
+            table.main(["--methods", "ppo", "--envs", "MiniGrid-DoorKey-5x5-v0", *argv])

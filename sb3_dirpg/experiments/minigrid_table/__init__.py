@@ -11,8 +11,9 @@ A cell runs to the larger of rl-zoo3's PPO budget and 1M interactions, capped at
 with the reward and the step limit of the env's DirPG entry (so that no win comes from reward shaping alone).
 Cells run as subprocesses, ``--procs`` at a time, one torch thread each; ``--resume`` skips finished cells and
 continues unfinished ones from their last checkpoint (rl-zoo3's ``--trained-agent``). ``--fill`` trains just the cells
-that the targets still lack (:func:`cells_to_run`), continuing unfinished ones; ``--report`` rebuilds the whole table
-and the results page's list of the cells still to run (:func:`plan_table`).
+that the targets still lack (:func:`cells_to_run`), continuing unfinished ones; ``--report`` rebuilds the whole table,
+the results page's list of the cells still to run (:func:`plan_table`) and the check of rl-zoo3's PPO against its
+own published figures (:func:`reproduction_table`).
 
 A checkpoint is ``model.zip`` (and ``ENV/vecnormalize.pkl``) in the cell's folder, which git ignores: a cell left
 unfinished at the end of a session keeps its progress on another machine only if its checkpoint is committed
@@ -22,7 +23,8 @@ reported until the rerun passes it (:func:`read_record`), so the table never los
 
 The package has one module per job: :mod:`.cells` (the envs, methods, entries, budgets and records), :mod:`.runner`
 (a cell's subprocess), :mod:`.plan` (the cells ``--fill`` trains, and their list), :mod:`.report` (the table and the targets),
-:mod:`.probe` (``--probe``) and :mod:`.cli` (the command line).
+:mod:`.reproduction` (rl-zoo3's PPO against its ``benchmark.md``), :mod:`.probe` (``--probe``) and :mod:`.cli` (the
+command line).
 """
 
 from sb3_dirpg.experiments.minigrid_table.cells import (
@@ -70,13 +72,14 @@ from sb3_dirpg.experiments.minigrid_table.report import (
     summarize,
     wall_to,
 )  # fmt: skip
+from sb3_dirpg.experiments.minigrid_table.reproduction import GATE, TOLERANCE, ZOO_BENCHMARK, reproduction, reproduction_table
 from sb3_dirpg.experiments.minigrid_table.runner import command, run_cell
 
 __all__ = [
-    "ENVS", "FLAT_OBS", "FLOAT32_CAST", "KEPT_RECORD", "MAX_BUDGET", "METHODS", "MIN_BUDGET", "POINTS", "SAME_KEYS",
-    "SAME_NORMALIZE", "STOP_AFTER", "STOP_LEVEL", "TRAINED", "UNSOLVED", "Cell", "build_parser", "cell_budget", "cells_to_run",
-    "command", "curve", "describe", "entry", "evaluation_env", "finished", "importable", "interactions_to", "main",
-    "markdown_table", "masks_actions", "mean_success", "methods_in", "overrides", "parse_params", "plan_table", "plot",
-    "probe_bounds", "probe_table", "progress", "read_record", "repaired", "report", "run_cell", "summarize", "wall_to",
-    "zoo_budget", "zoo_ppo_file",
+    "ENVS", "FLAT_OBS", "FLOAT32_CAST", "GATE", "KEPT_RECORD", "MAX_BUDGET", "METHODS", "MIN_BUDGET", "POINTS", "SAME_KEYS",
+    "SAME_NORMALIZE", "STOP_AFTER", "STOP_LEVEL", "TOLERANCE", "TRAINED", "UNSOLVED", "ZOO_BENCHMARK", "Cell",
+    "build_parser", "cell_budget", "cells_to_run", "command", "curve", "describe", "entry", "evaluation_env", "finished",
+    "importable", "interactions_to", "main", "markdown_table", "masks_actions", "mean_success", "methods_in", "overrides",
+    "parse_params", "plan_table", "plot", "probe_bounds", "probe_table", "progress", "read_record", "repaired", "report",
+    "reproduction", "reproduction_table", "run_cell", "summarize", "wall_to", "zoo_budget", "zoo_ppo_file",
 ]  # fmt: skip

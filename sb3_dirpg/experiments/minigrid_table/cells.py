@@ -88,6 +88,7 @@ class Cell:
     :param budget: interactions to train for
     :param tag: names a variant of the method (its settings changed by ``params``), or empty
     :param params: hyperparameters that the variant changes, as rl-zoo3's ``-params`` takes them (``key:value``)
+    :param threads: torch threads of the training process (rl-zoo3's ``--num-threads``); the table's cells use one
     """
 
     env_id: str
@@ -96,6 +97,7 @@ class Cell:
     budget: int
     tag: str = ""
     params: tuple[str, ...] = ()
+    threads: int = 1
 
     @property
     def name(self) -> str:

@@ -23,6 +23,7 @@ from sb3_dirpg.experiments.minigrid_table.cells import (
 from sb3_dirpg.experiments.minigrid_table.plan import cells_to_run, plan_table
 from sb3_dirpg.experiments.minigrid_table.probe import probe_bounds, probe_table
 from sb3_dirpg.experiments.minigrid_table.report import methods_in, report
+from sb3_dirpg.experiments.minigrid_table.reproduction import reproduction, reproduction_table
 from sb3_dirpg.experiments.minigrid_table.runner import run_cell
 from sb3_dirpg.experiments.minigrid_targets import MIN_SEEDS
 
@@ -48,6 +49,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--tag", default="", help="name of a variant of the methods (with --params or --budget)")
     parser.add_argument("--params", nargs="+", default=[], metavar="KEY:VALUE",
                         help="hyperparameters the variant changes (rl-zoo3's -params syntax; not env_kwargs)")
+    parser.add_argument("--threads", type=int, default=1,
+                        help="torch threads of each cell (rl-zoo3's --num-threads; the table's cells use 1, so more "
+                        "goes with --tag)")
     parser.add_argument("--probe", type=int, default=0, metavar="MAPS",
                         help="only measure what the bound does for the search of an untrained policy, on MAPS maps")
     parser.add_argument("--runs", type=Path, default=None, help="folder of the cells (default: OUT/minigrid_table_runs)")
@@ -69,8 +73,12 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     args.methods = args.methods if methods_given else list(TRAINED)
     args.envs = args.envs if envs_given else list(ENVS)
     args.seeds = args.seeds if args.seeds is not None else list(range(MIN_SEEDS))
-    if bool(args.tag) != bool(args.params) and not (args.tag and args.budget):
-        raise SystemExit("--tag goes with --params or --budget: a variant has a name and the settings (or budget) it changes")
+    if bool(args.tag) != bool(args.params) and not (args.tag and (args.budget or args.threads != 1)):
+        raise SystemExit("--tag goes with --params, --budget or --threads: a variant has a name and the settings (or "
+                         "budget, or thread count) it changes")
+    if args.threads < 1 or (args.threads != 1 and not args.tag):
+        raise SystemExit(f"--threads {args.threads}: the table's cells train with one torch thread; give a count of at "
+                         "least 1, and a --tag for a variant with more")
     if any(param.split(":")[0] in ("env_kwargs", "callback") for param in args.params):
         raise SystemExit("--params: env_kwargs and callback stay as the entry has them (a variant may change env_wrapper)")
     bad = [method for method in args.methods if method.split("@")[0] not in METHODS or ("@" in method and not args.report)]
@@ -99,7 +107,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
             list(pool.map(lambda cell: run_cell(cell, runs, resume=True), cells))
     elif not args.report:
         cells = [
-            Cell(env_id, method, seed, args.budget or cell_budget(env_id), args.tag, tuple(args.params))
+            Cell(env_id, method, seed, args.budget or cell_budget(env_id), args.tag, tuple(args.params), args.threads)
             for env_id in args.envs
             for seed in args.seeds
             for method in args.methods
@@ -114,4 +122,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     page = args.page or out.parent / "results.md"
     summary = report(runs, out, envs, methods_in(runs, envs), page if page.is_file() else None)
     refresh_block(page, "minigrid cells to run", plan_table(runs, cells_to_run(runs, envs)))
+    check = reproduction(runs)
+    write_json(out / "minigrid_reproduction.json", check)
+    refresh_block(page, "minigrid reproduction", reproduction_table(check))
     return summary

@@ -60,7 +60,8 @@ def command(cell: Cell, runs: Path, offset: int = 0) -> list[str]:
         head = [sys.executable, "-m", "rl_zoo3.train", "--algo", "ppo", "--gym-packages", "minigrid"]
     else:
         head = [sys.executable, "-m", "sb3_dirpg.integrations.zoo", "train", "--algo", cell.method]
-    cmd = [*head, "--env", cell.env_id, "--seed", str(cell.seed), "-n", str(cell.budget - offset), "--num-threads", "1"]
+    cmd = [*head, "--env", cell.env_id, "--seed", str(cell.seed), "-n", str(cell.budget - offset)]
+    cmd += ["--num-threads", str(cell.threads)]
     cmd += ["--eval-freq", "-1", "-f", str(folder / "zoo"), "--verbose", "0", "--device", "cpu", "-params", *params]
     if "env_kwargs" in extra and extra["env_kwargs"]:
         cmd += ["--env-kwargs", *[f"{key}:{value!r}" for key, value in extra["env_kwargs"].items()]]
