@@ -46,7 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--report", action="store_true",
                         help="only write the report from the runs made so far (of every cell, unless --envs, --methods "
                         "or --tag name some)")
-    parser.add_argument("--tag", default="", help="name of a variant of the methods (with --params or --budget)")
+    parser.add_argument("--tag", default="", help="name of a variant of the methods (with --params, --budget or --threads)")
     parser.add_argument("--params", nargs="+", default=[], metavar="KEY:VALUE",
                         help="hyperparameters the variant changes (rl-zoo3's -params syntax; not env_kwargs)")
     parser.add_argument("--threads", type=int, default=1,

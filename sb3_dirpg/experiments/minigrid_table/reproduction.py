@@ -97,7 +97,7 @@ def reproduction_table(check: dict[str, Any]) -> str:
     :return: the check in Markdown: the benchmark's figure and budget beside each seed's sampled / greedy return, and
         the gate's verdict"""
     lines = [
-        "| env | benchmark.md (n_timesteps) | seed 0 | seed 1 | seed 2 | seed 0 within 0.05 |",
+        f"| env | benchmark.md (n_timesteps) | seed 0 | seed 1 | seed 2 | seed 0 within {TOLERANCE} |",
         "| --- | ---: | ---: | ---: | ---: | --- |",
     ]
     for env_id, row in check.items():
