@@ -150,6 +150,8 @@ PROGRESS_FAMILIES = {
     "SB3DirPGTest/ObjectsRoom-v0": {"pickup", "drop", "door opened", "lava", "goal", "progress", "regress"},
     "SB3DirPGTest/Boxes-v0": {"box opened", "pickup", "door opened", "progress", "regress"},
     "MiniGrid-ObstructedMaze-1Dlh-v0": {"box opened", "pickup", "progress", "regress"},
+    "MiniGrid-UnlockPickup-v0": {"pickup", "drop", "progress", "regress"},
+    "MiniGrid-BlockedUnlockPickup-v0": {"pickup", "drop", "progress", "regress"},
 }
 PROGRESS_REWARD = 0.001  # small: a reward is a multiple of 5 (door, pickup and goal) plus the progress's part
 ACTION_WEIGHTS = np.array([1.0, 1.0, 3.0, 1.0, 1.0, 2.0, 0.3])  # more forward and toggle moves: play gets further

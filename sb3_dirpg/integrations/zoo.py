@@ -24,11 +24,14 @@ import argparse
 import importlib
 import inspect
 import sys
+import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
 from typing import Any
+
+import yaml
 
 try:
     import rl_zoo3.enjoy
@@ -59,6 +62,7 @@ from sb3_dirpg.common.callbacks import (
 )
 from sb3_dirpg.dirpg import DirPG
 from sb3_dirpg.envs.minigrid import MiniGridCNN
+from sb3_dirpg.envs.minigrid.setting import minigrid_setting
 from sb3_dirpg.integrations.zoo_samplers import CONVERTERS, SAMPLERS, apply_to_entry
 from sb3_dirpg.search.protocols import Heuristic
 
@@ -69,6 +73,8 @@ MASKED_ZOO_ALGOS: dict[str, tuple[type[BaseAlgorithm], str]] = {"ppo_mask": (Mas
 # shipped inside the package (package data), so found from any folder and with a regular install
 HYPERPARAMS_DIR = Path(__file__).resolve().parents[1] / "zoo_hyperparams"
 RL_ZOO_SCRIPTS = ("train", "enjoy")
+#: the ids for which ``dirpg`` falls back to the one MiniGrid setting where the file has no entry
+MINIGRID_PREFIX = "MiniGrid-"
 # names a ``policy_kwargs`` or ``heuristic`` string may use, on top of those rl-zoo3 itself evaluates them with
 EVAL_NAMES: dict[str, Any] = {"MiniGridCNN": MiniGridCNN, "sb3_dirpg": sb3_dirpg, "nn": nn}
 
@@ -144,6 +150,15 @@ def _evaluate(expression: str, what: str) -> Any:
         return eval(expression, namespace)  # noqa: S307  (rl-zoo3 evaluates the same strings)
     except Exception as error:
         raise ValueError(f"cannot evaluate {what} {expression!r}: {error}") from error
+
+
+def _yaml_entries(path: str) -> dict[str, Any] | None:
+    """:param path: a hyperparameter file (rl-zoo3 also takes a Python file or module)
+    :return: its entries, or None for a file that is not YAML"""
+    if not str(path).endswith((".yml", ".yaml")):
+        return None
+    with open(path) as file:
+        return yaml.load(file, Loader=yaml.UnsafeLoader) or {}  # the files use !!float and merges
 
 
 def _is_import_path(text: str) -> bool:
@@ -316,6 +331,24 @@ class DirPGExperimentManager(ExperimentManager):
         if self._ours:
             hyperparams = prepare_hyperparams(hyperparams)
         return super()._preprocess_hyperparams(hyperparams)
+
+    def read_hyperparameters(self) -> tuple[dict[str, Any], dict[str, Any]]:
+        """rl-zoo3's reading of the entry; for ``dirpg`` on a ``MiniGrid-*`` id that the file has no entry for, the entry
+        is the one MiniGrid setting (:func:`~sb3_dirpg.envs.minigrid.setting.minigrid_setting`), written to a file of
+        its own that rl-zoo3 then reads as it reads any (so ``-params``, ``--env-kwargs`` and the saved ``config.yml``
+        work as usual).
+
+        :return: rl-zoo3's hyperparameters and saved hyperparameters"""
+        env_id, entries = self.env_name.gym_id, _yaml_entries(self.config)
+        if self.algo == "dirpg" and env_id.startswith(MINIGRID_PREFIX) and entries is not None and env_id not in entries:
+            setting = minigrid_setting(env_id, self.env_kwargs)
+            print(f"{env_id}: no entry in {self.config}; using the one MiniGrid setting of sb3_dirpg.envs.minigrid.setting")
+            for note in setting.notes:
+                print(f"  {note}")
+            with tempfile.NamedTemporaryFile("w", suffix=".yml", prefix="dirpg-minigrid-", delete=False) as file:
+                yaml.safe_dump({env_id: setting.zoo_entry()}, file)
+            self.config = file.name
+        return super().read_hyperparameters()
 
     def create_callbacks(self) -> None:
         """rl-zoo3's callbacks; for our algorithms their frequencies count environment interactions."""

@@ -153,7 +153,8 @@ class SimulatorWrapper(gym.Wrapper):
 
     def _diagnose(self, error: Exception, call: Any, check: Any) -> None:
         """When a wrapper layer failed on what the unwrapped env returned, call the unwrapped env's method and check
-        its result (the env is being refused anyway, so its state no longer matters).
+        its result against the unwrapped env's own spaces (the env is being refused anyway, so its state no longer
+        matters). A result that fits them is the wrapper's failure, and ``error`` is left to speak for itself.
 
         :param error: what the chain raised
         :param call: calls the unwrapped env's ``reset`` or ``step``
@@ -167,7 +168,7 @@ class SimulatorWrapper(gym.Wrapper):
         except Exception:
             return
         try:
-            check(self, result)
+            check(self.env.unwrapped, result)
         except EnvAPIError as api_error:
             raise api_error from error
 

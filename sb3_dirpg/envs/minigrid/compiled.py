@@ -88,13 +88,13 @@ def minigrid_untested() -> str | None:
     return f"the compiled MiniGrid rules were tested on minigrid {', '.join(TESTED_MINIGRID)}, not on {installed} (installed)"
 
 
-def _pickup_success_steps() -> tuple[Any, ...]:
-    """:return: ``KeyCorridorEnv.step`` and ``ObstructedMazeEnv.step``: the base dynamics, then success when the agent
-        picks up ``obj``"""
-    from minigrid.envs import KeyCorridorEnv
+def pickup_success_steps() -> tuple[Any, ...]:
+    """:return: the ``step`` of KeyCorridor, ObstructedMaze, UnlockPickup and BlockedUnlockPickup: the base dynamics,
+        then success when the agent picks up ``obj``"""
+    from minigrid.envs import BlockedUnlockPickupEnv, KeyCorridorEnv, UnlockPickupEnv
     from minigrid.envs.obstructedmaze import ObstructedMazeEnv
 
-    return KeyCorridorEnv.step, ObstructedMazeEnv.step
+    return KeyCorridorEnv.step, ObstructedMazeEnv.step, UnlockPickupEnv.step, BlockedUnlockPickupEnv.step
 
 
 def _gymnasium_passive_layers() -> tuple[type, ...]:
@@ -115,7 +115,7 @@ def compiled_unsupported(simulator: SimulatorWrapper, heuristic: Heuristic | Non
     if not isinstance(base, MiniGridEnv):
         return f"{type(base).__name__} is not a MiniGrid env"
     cls = type(base)
-    if cls.step is not MiniGridEnv.step and cls.step not in _pickup_success_steps():
+    if cls.step is not MiniGridEnv.step and cls.step not in pickup_success_steps():
         return f"{cls.__name__} overrides MiniGridEnv.step"
     if cls.gen_obs not in (MiniGridEnv.gen_obs, fast_gen_obs) or cls.gen_obs_grid is not MiniGridEnv.gen_obs_grid:
         return f"{cls.__name__} computes its observation its own way"
@@ -321,7 +321,7 @@ class CompiledMiniGridSimulator(VecSimulator):
             door_xy, goal_xy, scans = self._bound.static_cells(env)
         else:
             door_xy, goal_xy, scans = [], [], False
-        obj = base.obj if type(base).step in _pickup_success_steps() else None
+        obj = base.obj if type(base).step in pickup_success_steps() else None
         pickup = -1 if obj is None else int(obj.cur_pos[1]) * width + int(obj.cur_pos[0])
         targets = []
         if self._rules.uses_paths:

@@ -22,31 +22,40 @@ def success_targets(base: Any) -> list[tuple[int, int, int]] | None:
     Each target is ``(x, y, slack)``: success needs the agent at shortest-path distance ``d`` of ``(x, y)`` to make at
     least ``d - slack`` more steps first, so its reward comes at step index ``>= max(d - slack, 0)``.
 
-    * a ``Goal`` cell (Empty, FourRooms, DoorKey, MultiRoom, LockedRoom, ...): entered after ``d`` steps, slack 1;
-    * the object to pick up (KeyCorridor, ObstructedMaze: ``obj``; Fetch: the objects of the mission's type and
-      colour), the door to open (Unlock: ``door``; RedBlueDoors: the blue door) or to stand at (GoToDoor:
-      ``target_pos``): the agent must be next to it, slack 1; slack 0 for ``obj`` while the agent carries something
-      else, which it must drop first (one more step);
+    * a ``Goal`` cell (Empty, FourRooms, DoorKey, MultiRoom, LockedRoom, Crossing, LavaGap, DistShift, Dynamic-Obstacles,
+      ...) or Memory's ``success_pos``: entered after ``d`` steps, slack 1;
+    * the object to pick up (KeyCorridor, ObstructedMaze, UnlockPickup, BlockedUnlockPickup: ``obj``; Fetch: the
+      objects of the mission's type and colour), the door to open (Unlock: ``door``; RedBlueDoors: the blue door) or the
+      door or object to stand at (GoToDoor, GoToObject: ``target_pos``): the agent must be next to it, slack 1; slack 0
+      for ``obj`` while the agent carries something else, which it must drop first (one more step);
     * PutNear: the object to move, picked up and then dropped (slack 0); while carrying it, the drop lands within one
       cell (diagonals included) of ``target_pos`` from a cell next to it, slack 3 on the Manhattan distance.
 
     :param base: the unwrapped MiniGrid env
+    The registered families without one are Playground (it never succeeds) and WFC (a goal cell: found above).
+
     :return: the targets, or None for an env whose success rule is not known here
     """
     from minigrid.envs import (
+        BlockedUnlockPickupEnv,
         FetchEnv,
         GoToDoorEnv,
+        GoToObjectEnv,
         KeyCorridorEnv,
+        MemoryEnv,
         ObstructedMazeEnv,
         PutNearEnv,
         RedBlueDoorEnv,
         UnlockEnv,
+        UnlockPickupEnv,
     )
 
     goals = _cells(base, "goal", None, 1)
     if goals:
         return goals
-    if isinstance(base, (KeyCorridorEnv, ObstructedMazeEnv)):
+    if isinstance(base, MemoryEnv):
+        return [(int(base.success_pos[0]), int(base.success_pos[1]), 1)]
+    if isinstance(base, (KeyCorridorEnv, ObstructedMazeEnv, UnlockPickupEnv, BlockedUnlockPickupEnv)):
         obj = base.obj
         if obj.cur_pos is None or base.carrying is obj:
             return []
@@ -57,7 +66,7 @@ def success_targets(base: Any) -> list[tuple[int, int, int]] | None:
         return _cells(base, base.door, None, 1)
     if isinstance(base, RedBlueDoorEnv):
         return _cells(base, base.blue_door, None, 1)
-    if isinstance(base, GoToDoorEnv):
+    if isinstance(base, (GoToDoorEnv, GoToObjectEnv)):
         return [(int(base.target_pos[0]), int(base.target_pos[1]), 1)]
     if isinstance(base, PutNearEnv):
         carrying = base.carrying

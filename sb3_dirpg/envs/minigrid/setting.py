@@ -1,0 +1,274 @@
+"""One DirPG setting for every MiniGrid env: the same algorithm settings everywhere, and the few things that must depend
+on the env derived from the env itself by one rule (:func:`minigrid_setting`).
+
+The rule reads the env after a few seeded resets (:data:`PROBE_SEEDS`); no number in it is chosen for one env:
+
+* **horizon**: the search's trajectories stop after ``T = min(max_steps, STEPS_PER_SIDE * (width + height))`` steps
+  (``max_episode_steps``), enough to cross the grid several times over, where MiniGrid's own limits (``4 * size^2``,
+  ``10 * size^2``) let an untrained policy wander for hundreds of steps; the env itself keeps its own limit, so it is
+  evaluated as rl-zoo3 builds it;
+* **search budget**: ``BUDGET_PER_STEP * T`` interactions per map for the ``a_dir`` search;
+* **reward and bound**: the shaped reward with only its goal term, plus the progress reward (potential-based, so the
+  best trajectories stay the best) and its admissible bound wherever
+  :func:`~sb3_dirpg.envs.minigrid.grid_bound.success_targets` knows where the env's success happens; where it does not
+  (Playground has no success), the goal reward and its bound alone, and :attr:`MiniGridSetting.notes` says why;
+* **action masks**: :class:`~sb3_dirpg.envs.MiniGridNoOpMask` with the rules that hold in every MiniGrid grid whose
+  objects only the agent moves (no shortest way to success does nothing, undoes its last action, returns to a pose
+  with nothing changed since, closes a door or picks up again what it just dropped), on the envs whose ``step`` is
+  MiniGrid's own (or adds only the pickup success of KeyCorridor and ObstructedMaze), where that rule is known to hold;
+* **mission**: :class:`~sb3_dirpg.envs.MissionObs` and two mission gates in the network where the mission changes from
+  one reset to the next (Fetch, GoToDoor, PutNear, LockedRoom, KeyCorridor, ...): then the view alone does not say
+  what to do.
+
+Everything else is :data:`ALGORITHM_SETTING`, the same for every env.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from typing import Any
+
+import gymnasium as gym
+
+from sb3_dirpg.envs.minigrid.grid_bound import success_targets
+
+#: the env seeds the rule resets the env with to read it
+PROBE_SEEDS = range(8)
+#: horizon per cell of the grid's width plus height
+STEPS_PER_SIDE = 4
+#: ``a_dir`` search interactions per step of the horizon
+BUDGET_PER_STEP = 25
+#: the progress reward per step of progress toward the success (the goal pays 100)
+PROGRESS_REWARD = 5.0
+#: the training budget of the rl-zoo3 entry (rl-zoo3's ``-n`` overrides it)
+N_TIMESTEPS = 1_000_000
+#: the mask rules that hold wherever only the agent moves objects (see :class:`~sb3_dirpg.envs.MiniGridNoOpMask`)
+MASK_RULES = {"no_undo": True, "no_revisit": True, "keep_doors_open": True, "no_repick": True}
+#: the DirPG settings of every MiniGrid env
+ALGORITHM_SETTING: dict[str, Any] = {
+    "learning_rate": 3e-3,
+    "epsilon": 5.0,
+    "gamma": 0.99,
+    "priority": "astar",
+    "alpha": 0.5,
+    "prune": True,
+    "early_stop": False,
+    "stop_on_success": True,
+    "refine_success": True,
+    "refine_budget": 100,
+    "n_epochs": 4,
+    "batch_episodes": 1,
+    "lookahead": 16,
+    "ema_decay": 0.99,
+}
+#: the SB3 policy alias of every MiniGrid env
+POLICY = "MultiInputPolicy"
+#: mission gates of the network where the env shows its mission (one for the object to act on, one for a second one,
+#: as PutNear names)
+MISSION_GATES = 2
+_REWARD = {"door_reward": 0.0, "pickup_reward": 0.0}
+_PROGRESS = {"progress_reward": PROGRESS_REWARD}
+
+
+def _path(cls: type) -> str:
+    """:param cls: a class
+    :return: its import path, as rl-zoo3's ``env_wrapper`` and the bridge's ``heuristic`` take it"""
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+@dataclass(frozen=True)
+class EnvFacts:
+    """What the rule reads of an env (:func:`read_env`).
+
+    :param env_id: the env id
+    :param width: grid width
+    :param height: grid height
+    :param max_steps: the env's own step limit
+    :param n_actions: size of its action space
+    :param known_success: whether :func:`~sb3_dirpg.envs.minigrid.grid_bound.success_targets` knows where its success
+        happens
+    :param own_step: whether its ``step`` is MiniGrid's own, or adds only the pickup success of KeyCorridor and
+        ObstructedMaze (:func:`~sb3_dirpg.envs.minigrid.compiled.pickup_success_steps`)
+    :param missions: the distinct missions of the probe resets
+    """
+
+    env_id: str
+    width: int
+    height: int
+    max_steps: int
+    n_actions: int
+    known_success: bool
+    own_step: bool
+    missions: tuple[str, ...]
+
+    @property
+    def horizon(self) -> int:
+        """:return: the search's step limit ``T``"""
+        return min(self.max_steps, STEPS_PER_SIDE * (self.width + self.height))
+
+    @property
+    def masks(self) -> bool:
+        """:return: whether the mask rules are known to hold: MiniGrid's seven actions and its own ``step``"""
+        from sb3_dirpg.envs.minigrid.action_mask import N_MINIGRID_ACTIONS
+
+        return self.own_step and self.n_actions == N_MINIGRID_ACTIONS
+
+    @property
+    def shows_mission(self) -> bool:
+        """:return: whether the mission changes between resets (so the policy must see it)"""
+        return len(self.missions) > 1
+
+
+@dataclass(frozen=True)
+class MiniGridSetting:
+    """DirPG's setting for one MiniGrid env (build it with :func:`minigrid_setting`).
+
+    ``DirPG(setting.policy, setting.make_env(), **setting.algorithm_kwargs())`` trains it in Python;
+    :meth:`zoo_entry` is the same as an rl-zoo3 hyperparameter entry.
+
+    :param env_id: the env id
+    :param env_kwargs: keyword arguments of ``gym.make`` (rl-zoo3's ``env_kwargs``)
+    :param env_wrapper: the wrappers around ``gym.make(env_id)``, innermost first, as rl-zoo3's ``env_wrapper`` takes
+        them (an import path, or a one-key mapping of one to its keyword arguments)
+    :param heuristic: the bound, as a one-key mapping of its import path to its keyword arguments (``gamma`` is added
+        from the algorithm's)
+    :param algorithm: DirPG's keyword arguments besides the policy, its keyword arguments and the heuristic
+    :param policy: the SB3 policy alias
+    :param mission_gates: the network's mission gates (0 where the env shows no mission)
+    :param facts: what the rule read of the env
+    :param notes: the parts of the rule left out for this env, and why
+    """
+
+    env_id: str
+    env_kwargs: dict[str, Any]
+    env_wrapper: list[Any]
+    heuristic: dict[str, dict[str, Any]]
+    algorithm: dict[str, Any]
+    policy: str
+    mission_gates: int
+    facts: EnvFacts
+    notes: tuple[str, ...] = field(default=())
+
+    def policy_kwargs(self) -> dict[str, Any]:
+        """:return: the policy's keyword arguments (the paper's network, with the mission gates)"""
+        from sb3_dirpg.envs.minigrid.cnn import MiniGridCNN
+
+        extractor = {"mission_gates": self.mission_gates} if self.mission_gates else {}
+        return dict(features_extractor_class=MiniGridCNN, net_arch=[], normalize_images=False,
+                    features_extractor_kwargs=extractor)  # fmt: skip
+
+    def make_heuristic(self) -> Any:
+        """:return: the bound, built with the algorithm's discount"""
+        (path, kwargs), = self.heuristic.items()
+        return _build(path, {**kwargs, "gamma": self.algorithm["gamma"]})
+
+    def algorithm_kwargs(self) -> dict[str, Any]:
+        """:return: DirPG's keyword arguments: :attr:`algorithm`, the heuristic and the policy's keyword arguments"""
+        return {**self.algorithm, "heuristic": self.make_heuristic(), "policy_kwargs": self.policy_kwargs()}
+
+    def make_env(self, **kwargs: Any) -> gym.Env:
+        """:param kwargs: passed to ``gym.make`` on top of :attr:`env_kwargs` (``render_mode``, ...)
+        :return: the env with the setting's wrappers"""
+        env = gym.make(self.env_id, **{**self.env_kwargs, **kwargs})
+        for spec in self.env_wrapper:
+            path, wrapper_kwargs = (spec, {}) if isinstance(spec, str) else next(iter(spec.items()))
+            env = _build(path, {"env": env, **wrapper_kwargs})
+        return env
+
+    def zoo_entry(self) -> dict[str, Any]:
+        """:return: the setting as an rl-zoo3 hyperparameter entry (what the bridge uses for a MiniGrid id without an
+            entry of its own)"""
+        extractor = f", features_extractor_kwargs=dict(mission_gates={self.mission_gates})" if self.mission_gates else ""
+        return {
+            "n_timesteps": float(N_TIMESTEPS),
+            "policy": self.policy,
+            "env_kwargs": dict(self.env_kwargs),
+            "env_wrapper": list(self.env_wrapper),
+            "policy_kwargs": f"dict(features_extractor_class=MiniGridCNN, net_arch=[], normalize_images=False{extractor})",
+            "heuristic": dict(self.heuristic),
+            **self.algorithm,
+        }
+
+
+def read_env(env_id: str, env_kwargs: dict[str, Any] | None = None) -> EnvFacts:
+    """Make the env and reset it with :data:`PROBE_SEEDS` to read what the rule needs.
+
+    :param env_id: a registered MiniGrid id
+    :param env_kwargs: keyword arguments of ``gym.make``
+    :return: the facts
+    :raises ValueError: where the id is not registered, is not a MiniGrid env, or cannot be reset (the message names
+        the env and the cause)
+    """
+    import minigrid  # noqa: F401  (registers MiniGrid's ids)
+    from minigrid.minigrid_env import MiniGridEnv
+
+    import sb3_dirpg.envs  # noqa: F401  (registers the project's MiniGrid ids)
+    from sb3_dirpg.envs.minigrid.compiled import pickup_success_steps
+
+    if env_id not in gym.registry:
+        raise ValueError(f"{env_id!r} is not a registered env id; MiniGrid's are listed by gymnasium.pprint_registry()")
+    env = gym.make(env_id, **(env_kwargs or {}))
+    base = env.unwrapped
+    if not isinstance(base, MiniGridEnv):
+        raise ValueError(f"{env_id} is a {type(base).__name__}, not a MiniGrid env: the MiniGrid setting does not apply")
+    missions, known = set(), True
+    for seed in PROBE_SEEDS:
+        try:
+            env.reset(seed=seed)
+        except Exception as error:
+            raise ValueError(f"{env_id} cannot be reset on this install ({type(error).__name__}: {error})") from error
+        missions.add(str(base.mission))
+        known = known and success_targets(base) is not None
+    step = type(base).step
+    own_step = step is MiniGridEnv.step or step in pickup_success_steps()
+    facts = EnvFacts(env_id, int(base.width), int(base.height), int(base.max_steps), int(env.action_space.n), known,
+                     own_step, tuple(sorted(missions)))  # fmt: skip
+    env.close()
+    return facts
+
+
+def minigrid_setting(env_id: str, env_kwargs: dict[str, Any] | None = None) -> MiniGridSetting:
+    """DirPG's setting for a MiniGrid env: :data:`ALGORITHM_SETTING`, and what depends on the env by the module's rule.
+
+    :param env_id: a registered MiniGrid id, e.g. ``"MiniGrid-DoorKey-8x8-v0"``
+    :param env_kwargs: keyword arguments of ``gym.make`` (the rule reads the env they make)
+    :return: the setting
+    :raises ValueError: where the env is not a MiniGrid env or cannot be reset
+    """
+    from sb3_dirpg.envs.minigrid.action_mask import MiniGridNoOpMask
+    from sb3_dirpg.envs.minigrid.fast_obs import FastObservation
+    from sb3_dirpg.envs.minigrid.grid_bound import MiniGridBound
+    from sb3_dirpg.envs.minigrid.progress import MiniGridProgressBound, MiniGridProgressReward
+    from sb3_dirpg.envs.minigrid.wrappers import DirectionImageObs, MiniGridShapedReward, MissionObs
+
+    facts = read_env(env_id, env_kwargs)
+    notes = []
+    wrappers: list[Any] = [_path(FastObservation), {_path(MiniGridShapedReward): dict(_REWARD)}]
+    if facts.known_success:
+        wrappers.append({_path(MiniGridProgressReward): dict(_PROGRESS)})
+        heuristic = {_path(MiniGridProgressBound): {**_REWARD, **_PROGRESS}}
+    else:
+        heuristic = {_path(MiniGridBound): dict(_REWARD)}
+        notes.append(f"no progress reward: where {env_id}'s success happens is not known (success_targets), so the "
+                     "search is led by the goal reward's bound alone")  # fmt: skip
+    if facts.masks:
+        wrappers.append({_path(MiniGridNoOpMask): dict(MASK_RULES)})
+    else:
+        notes.append(f"no action masks: {env_id}'s step is not MiniGrid's own (or it has {facts.n_actions} actions), "
+                     "so the mask rules are not known to hold")  # fmt: skip
+    wrappers.append(_path(DirectionImageObs))
+    if facts.shows_mission:
+        wrappers.append(_path(MissionObs))
+    horizon = facts.horizon
+    algorithm = {**ALGORITHM_SETTING, "max_episode_steps": horizon, "search_budget": BUDGET_PER_STEP * horizon}
+    return MiniGridSetting(env_id, dict(env_kwargs or {}), wrappers, heuristic, algorithm, POLICY,
+                           MISSION_GATES if facts.shows_mission else 0, facts, tuple(notes))  # fmt: skip
+
+
+def _build(path: str, kwargs: dict[str, Any]) -> Any:
+    """:param path: ``package.module.Name``
+    :param kwargs: its keyword arguments
+    :return: ``Name(**kwargs)``"""
+    module, _, name = path.rpartition(".")
+    return getattr(importlib.import_module(module), name)(**kwargs)

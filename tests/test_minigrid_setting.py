@@ -1,0 +1,131 @@
+"""The one MiniGrid setting (sb3_dirpg.envs.minigrid.setting): its rule, every registered MiniGrid id, the zoo bridge's
+fallback to it, and the errors a user sees."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import minigrid  # noqa: F401  (registers the MiniGrid ids)
+import pytest
+import yaml
+
+import sb3_dirpg.envs  # noqa: F401  (registers the project's MiniGrid ids)
+from sb3_dirpg import DirPG
+from sb3_dirpg.envs import DirectionImageObs, FastObservation, MiniGridCNN, MiniGridProgressReward, MiniGridShapedReward
+from sb3_dirpg.envs.minigrid.setting import (
+    ALGORITHM_SETTING,
+    BUDGET_PER_STEP,
+    STEPS_PER_SIDE,
+    minigrid_setting,
+)
+from sb3_dirpg.simulator.unwrap import wrapper_layers
+
+MINIGRID_IDS = sorted(env_id for env_id in gym.registry if env_id.startswith("MiniGrid-"))
+
+
+def _resets(env_id: str) -> Exception | None:
+    """:return: what the plain env raises at its first reset on this install, or None"""
+    try:
+        gym.make(env_id).reset(seed=0)
+    except Exception as error:  # noqa: BLE001 (any failure of the env itself)
+        return error
+    return None
+
+
+@pytest.mark.parametrize("env_id", MINIGRID_IDS)
+def test_every_registered_minigrid_id_gets_the_setting_and_a_short_search(env_id: str) -> None:
+    """The setting builds its env and DirPG on every MiniGrid id gymnasium knows, and a short search trains without an
+    error; an id whose plain env cannot even reset here (WFC's pattern images are missing from some minigrid wheels) is
+    refused by the setting with a message naming the env and the cause instead."""
+    failure = _resets(env_id)
+    if failure is not None:
+        with pytest.raises(ValueError, match=f"{env_id} cannot be reset on this install.*{type(failure).__name__}"):
+            minigrid_setting(env_id)
+        return
+    setting = minigrid_setting(env_id)
+    env = setting.make_env()
+    kinds = [type(layer) for layer in wrapper_layers(env)]
+    assert DirectionImageObs in kinds and MiniGridShapedReward in kinds and FastObservation in kinds
+    assert (MiniGridProgressReward in kinds) == setting.facts.known_success
+    kwargs = {**setting.algorithm_kwargs(), "search_budget": 20, "lookahead": 1}
+    model = DirPG(setting.policy, env, **kwargs, seed=0, device="cpu")
+    model.learn(2 * setting.facts.horizon + 40)
+    assert model.num_timesteps >= 2 * setting.facts.horizon + 40
+
+
+def test_the_rule_reads_the_env() -> None:
+    """Horizon and budget follow the grid's size, capped by the env's own limit; the mission is shown where it changes
+    between resets; the masks go where MiniGrid's own step rules; the progress reward where the success is known."""
+    doorkey = minigrid_setting("MiniGrid-DoorKey-8x8-v0")
+    assert doorkey.algorithm["max_episode_steps"] == STEPS_PER_SIDE * 16 == 64
+    assert doorkey.algorithm["search_budget"] == BUDGET_PER_STEP * 64
+    assert doorkey.mission_gates == 0 and doorkey.notes == ()
+    assert {key: doorkey.algorithm[key] for key in ALGORITHM_SETTING} == ALGORITHM_SETTING
+    put_near = minigrid_setting("MiniGrid-PutNear-6x6-N2-v0")  # its own limit, 30, is below 4 * (6 + 6)
+    assert put_near.algorithm["max_episode_steps"] == 30
+    assert put_near.mission_gates == 2 and put_near.env_wrapper[-1].endswith("MissionObs")
+    assert any("no action masks" in note for note in put_near.notes)  # PutNear's step is its own
+    assert not any("MiniGridNoOpMask" in str(spec) for spec in put_near.env_wrapper)
+    obstacles = minigrid_setting("MiniGrid-Dynamic-Obstacles-6x6-v0")  # three actions: no masks
+    assert not obstacles.facts.masks and obstacles.facts.known_success
+    playground = minigrid_setting("MiniGrid-Playground-v0")
+    assert not playground.facts.known_success and any("no progress reward" in note for note in playground.notes)
+    assert "MiniGridBound" in next(iter(playground.heuristic))
+
+
+def test_the_rule_refuses_what_is_not_minigrid() -> None:
+    """An id that is not registered, or not a MiniGrid env, is named in the error."""
+    with pytest.raises(ValueError, match="'MiniGrid-Nowhere-v0' is not a registered env id"):
+        minigrid_setting("MiniGrid-Nowhere-v0")
+    with pytest.raises(ValueError, match="CartPole-v1 is a CartPoleEnv, not a MiniGrid env"):
+        minigrid_setting("CartPole-v1")
+
+
+def test_the_zoo_entry_is_the_python_setting() -> None:
+    """The rl-zoo3 entry, prepared as the bridge prepares it, gives DirPG the same arguments as the Python setting."""
+    pytest.importorskip("rl_zoo3")
+    from sb3_dirpg.integrations.zoo import algorithm_kwargs
+
+    setting = minigrid_setting("MiniGrid-Fetch-5x5-N2-v0")
+    from_zoo = algorithm_kwargs(yaml.safe_load(yaml.safe_dump(setting.zoo_entry())))
+    in_python = setting.algorithm_kwargs()
+    assert from_zoo.keys() == in_python.keys()
+    for key, value in in_python.items():
+        if key == "heuristic":
+            assert type(from_zoo[key]) is type(value) and vars(from_zoo[key]) == vars(value)
+        else:
+            assert from_zoo[key] == value, key
+
+
+@pytest.mark.integration
+def test_the_bridge_trains_a_minigrid_id_without_an_entry_with_the_setting(tmp_path: Path) -> None:
+    """``python -m sb3_dirpg.integrations.zoo train --env MiniGrid-DoorKey-6x6-v0`` (no entry in dirpg.yml) trains with
+    the one setting, where rl-zoo3 alone stops with "Hyperparameters not found"; ``-params`` still overrides it."""
+    pytest.importorskip("rl_zoo3")
+    from sb3_dirpg.integrations.zoo import default_conf_file, main
+
+    env_id = "MiniGrid-DoorKey-6x6-v0"
+    with open(default_conf_file("dirpg")) as file:
+        assert env_id not in yaml.load(file, Loader=yaml.UnsafeLoader)
+    main(["train", "--env", env_id, "-n", "300", "--seed", "0", "-f", str(tmp_path), "--device", "cpu",
+          "--eval-freq", "-1", "-params", "search_budget:30"])  # fmt: skip
+    (config,) = tmp_path.glob(f"dirpg/{env_id}_*/{env_id}/config.yml")
+    saved: dict[str, Any] = dict(yaml.load(config.read_text(), Loader=yaml.UnsafeLoader))
+    assert saved["search_budget"] == 30 and saved["max_episode_steps"] == 4 * (6 + 6)
+    assert saved["ema_decay"] == ALGORITHM_SETTING["ema_decay"]
+    assert (tmp_path / "dirpg" / f"{env_id}_1" / f"{env_id}.zip").exists()
+
+
+def test_a_wrapper_that_fails_in_reset_is_reported_as_itself() -> None:
+    """A wrapper raising in ``reset`` (the progress reward on an env whose success it does not know) reaches the user
+    with its own message, not as the env's observation not fitting its space (the diagnosis checks the unwrapped env
+    against the unwrapped env's own spaces)."""
+    env = MiniGridShapedReward(FastObservation(gym.make("MiniGrid-Playground-v0")))
+    env = DirectionImageObs(MiniGridProgressReward(env))
+    with pytest.raises(ValueError, match="does not know where PlaygroundEnv's success happens") as raised:
+        model = DirPG("MultiInputPolicy", env, search_budget=10, policy_kwargs=dict(features_extractor_class=MiniGridCNN),
+                      device="cpu")  # fmt: skip
+        model.learn(50)
+    assert "does not fit" not in str(raised.value)
