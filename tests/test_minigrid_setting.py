@@ -129,3 +129,17 @@ def test_a_wrapper_that_fails_in_reset_is_reported_as_itself() -> None:
                       device="cpu")  # fmt: skip
         model.learn(50)
     assert "does not fit" not in str(raised.value)
+
+
+def test_an_entry_without_a_policy_is_completed_by_the_setting() -> None:
+    """An entry that gives only ``n_timesteps`` (or the few keys an env changes) is laid over the setting; a whole
+    entry is left as it is; the MiniGrid table reads DirPG's entries the same way."""
+    from sb3_dirpg.envs.minigrid.setting import completed_entry
+    from sb3_dirpg.experiments.minigrid_table import entry
+
+    setting = minigrid_setting("MiniGrid-DoorKey-8x8-v0").zoo_entry()
+    short = completed_entry("MiniGrid-DoorKey-8x8-v0", {"n_timesteps": 5e5, "alpha": 0.2})
+    assert short == {**setting, "n_timesteps": 5e5, "alpha": 0.2}
+    whole = {"policy": "MlpPolicy", "n_timesteps": 1e4}
+    assert completed_entry("MiniGrid-DoorKey-8x8-v0", whole) == whole
+    assert entry("MiniGrid-DoorKey-8x8-v0", "dirpg") == setting

@@ -62,7 +62,7 @@ from sb3_dirpg.common.callbacks import (
 )
 from sb3_dirpg.dirpg import DirPG
 from sb3_dirpg.envs.minigrid import MiniGridCNN
-from sb3_dirpg.envs.minigrid.setting import minigrid_setting
+from sb3_dirpg.envs.minigrid.setting import completed_entry, minigrid_setting
 from sb3_dirpg.integrations.zoo_samplers import CONVERTERS, SAMPLERS, apply_to_entry
 from sb3_dirpg.search.protocols import Heuristic
 
@@ -333,20 +333,21 @@ class DirPGExperimentManager(ExperimentManager):
         return super()._preprocess_hyperparams(hyperparams)
 
     def read_hyperparameters(self) -> tuple[dict[str, Any], dict[str, Any]]:
-        """rl-zoo3's reading of the entry; for ``dirpg`` on a ``MiniGrid-*`` id that the file has no entry for, the entry
-        is the one MiniGrid setting (:func:`~sb3_dirpg.envs.minigrid.setting.minigrid_setting`), written to a file of
-        its own that rl-zoo3 then reads as it reads any (so ``-params``, ``--env-kwargs`` and the saved ``config.yml``
-        work as usual).
+        """rl-zoo3's reading of the entry; for ``dirpg`` on a ``MiniGrid-*`` id that the file has no entry for, or an
+        entry without a ``policy`` (only ``n_timesteps``, say), the entry is the one MiniGrid setting
+        (:func:`~sb3_dirpg.envs.minigrid.setting.completed_entry`), written to a file of its own that rl-zoo3 then
+        reads as it reads any (so ``-params``, ``--env-kwargs`` and the saved ``config.yml`` work as usual).
 
         :return: rl-zoo3's hyperparameters and saved hyperparameters"""
         env_id, entries = self.env_name.gym_id, _yaml_entries(self.config)
-        if self.algo == "dirpg" and env_id.startswith(MINIGRID_PREFIX) and entries is not None and env_id not in entries:
-            setting = minigrid_setting(env_id, self.env_kwargs)
-            print(f"{env_id}: no entry in {self.config}; using the one MiniGrid setting of sb3_dirpg.envs.minigrid.setting")
-            for note in setting.notes:
+        own = None if entries is None else entries.get(env_id)
+        if self.algo == "dirpg" and env_id.startswith(MINIGRID_PREFIX) and entries is not None and "policy" not in (own or {}):
+            print(f"{env_id}: {'no entry' if own is None else 'an entry without a policy'} in {self.config}; completed "
+                  "by the one MiniGrid setting of sb3_dirpg.envs.minigrid.setting")  # fmt: skip
+            for note in minigrid_setting(env_id, self.env_kwargs).notes:
                 print(f"  {note}")
             with tempfile.NamedTemporaryFile("w", suffix=".yml", prefix="dirpg-minigrid-", delete=False) as file:
-                yaml.safe_dump({env_id: setting.zoo_entry()}, file)
+                yaml.safe_dump({env_id: completed_entry(env_id, own, self.env_kwargs)}, file)
             self.config = file.name
         return super().read_hyperparameters()
 

@@ -266,6 +266,23 @@ def minigrid_setting(env_id: str, env_kwargs: dict[str, Any] | None = None) -> M
                            MISSION_GATES if facts.shows_mission else 0, facts, tuple(notes))  # fmt: skip
 
 
+def completed_entry(env_id: str, entry: dict[str, Any] | None, env_kwargs: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A hyperparameter entry for a MiniGrid env, completed by the one setting: an entry without a ``policy`` (say,
+    only ``n_timesteps``, or the few keys an env changes) is laid over :meth:`MiniGridSetting.zoo_entry`; a whole entry
+    (with a ``policy``) is returned as it is.
+
+    :param env_id: a MiniGrid id
+    :param entry: the file's entry for it, or None where it has none
+    :param env_kwargs: ``gym.make``'s keyword arguments (rl-zoo3's ``--env-kwargs``), which the rule reads the env with
+    :return: the entry
+    """
+    entry = dict(entry or {})
+    if "policy" in entry:
+        return entry
+    kwargs = {**dict(entry.get("env_kwargs") or {}), **dict(env_kwargs or {})}
+    return {**minigrid_setting(env_id, kwargs).zoo_entry(), **entry}
+
+
 def _build(path: str, kwargs: dict[str, Any]) -> Any:
     """:param path: ``package.module.Name``
     :param kwargs: its keyword arguments

@@ -111,7 +111,8 @@ class Cell:
 
 
 def entry(env_id: str, method: str) -> dict[str, Any]:
-    """The hyperparameter entry a method trains with (rl-zoo3's file for PPO, the project's for ours).
+    """The hyperparameter entry a method trains with (rl-zoo3's file for PPO, the project's for ours; DirPG's on a
+    MiniGrid env completed by the one setting, as the zoo bridge completes it).
 
     :param env_id: the env
     :param method: one of :data:`METHODS`
@@ -120,6 +121,10 @@ def entry(env_id: str, method: str) -> dict[str, Any]:
     """
     path = zoo_ppo_file() if method.startswith("ppo") else our_file(method)
     table = load_yaml(path)
+    if method == "dirpg" and env_id.startswith("MiniGrid-"):  # as the zoo bridge reads it
+        from sb3_dirpg.envs.minigrid.setting import completed_entry
+
+        return completed_entry(env_id, table.get(env_id))
     if env_id not in table:
         message = f"{path} has no entry for {env_id}, so the {method} method cannot run on it"
         if method.startswith("ppo"):

@@ -1,0 +1,249 @@
+"""The one MiniGrid setting on MiniGrid envs that no entry was tuned on, beside rl-zoo3's MiniGrid PPO block.
+
+``python -m sb3_dirpg.experiments.minigrid_general --envs ... --seeds 0 1 2 --methods dirpg ppo`` trains each cell in a
+subprocess through rl-zoo3's own entry points, evaluated on 200 held-out maps, sampled and greedy, at 20 points of the
+budget (:class:`~sb3_dirpg.experiments.held_out.HeldOutEvaluation`; a cell stops once both are at 0.95 three times):
+
+* ``dirpg``: the one setting (:func:`~sb3_dirpg.envs.minigrid.setting.minigrid_setting`), through the zoo bridge, with
+  a hyperparameter file that holds only the setting's entry (so a tuned entry of ``dirpg.yml`` never stands in);
+* ``ppo``: rl-zoo3's MiniGrid block (its ``MiniGrid-Empty-Random-5x5-v0`` entry, which its other MiniGrid entries
+  merge, with only ``n_timesteps`` changed), repaired with the float32 cast after ``FlatObsWrapper``
+  (:data:`~sb3_dirpg.experiments.minigrid_table.cells.FLOAT32_CAST`), trained by ``rl_zoo3.train``.
+
+Both are evaluated on the env as ``gym.make`` builds it, with MiniGrid's own step limit, and the method's observation
+wrappers. ``--report`` writes ``minigrid_general.{json,md,png}`` and the ``minigrid general`` block of the results page.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+
+from sb3_dirpg.experiments.common import default_out, refresh_block, write_json
+
+#: MiniGrid envs outside the MiniGrid table and the frontier, one or two per family
+ENVS = (
+    "MiniGrid-DoorKey-6x6-v0",
+    "MiniGrid-DoorKey-8x8-v0",
+    "MiniGrid-Empty-16x16-v0",
+    "MiniGrid-LavaGapS6-v0",
+    "MiniGrid-SimpleCrossingS9N1-v0",
+    "MiniGrid-LavaCrossingS9N1-v0",
+    "MiniGrid-DistShift1-v0",
+    "MiniGrid-Dynamic-Obstacles-6x6-v0",
+    "MiniGrid-UnlockPickup-v0",
+    "MiniGrid-BlockedUnlockPickup-v0",
+    "MiniGrid-GoToObject-6x6-N2-v0",
+    "MiniGrid-Fetch-6x6-N2-v0",
+    "MiniGrid-KeyCorridorS3R2-v0",
+    "MiniGrid-MultiRoom-N2-S4-v0",
+    "MiniGrid-RedBlueDoors-8x8-v0",
+)
+METHODS = ("dirpg", "ppo")
+BUDGET = 1_000_000
+POINTS = 20
+LEVEL = 0.9
+#: rl-zoo3's entry that holds its MiniGrid block (the others merge it)
+PPO_BLOCK_ENTRY = "MiniGrid-Empty-Random-5x5-v0"
+
+
+def method_entry(env_id: str, method: str, budget: int) -> dict[str, Any]:
+    """:param env_id: a MiniGrid id
+    :param method: ``dirpg`` or ``ppo``
+    :param budget: interactions
+    :return: the hyperparameter entry the method trains with on the env"""
+    from sb3_dirpg.envs.minigrid.setting import minigrid_setting
+    from sb3_dirpg.experiments.minigrid_table.cells import load_yaml, repaired, zoo_ppo_file
+
+    if method == "dirpg":
+        return {**minigrid_setting(env_id).zoo_entry(), "n_timesteps": float(budget)}
+    if method == "ppo":
+        block = dict(load_yaml(zoo_ppo_file())[PPO_BLOCK_ENTRY])
+        return {**block, "env_wrapper": repaired(block.get("env_wrapper")), "n_timesteps": float(budget)}
+    raise ValueError(f"method {method!r}: choose from {', '.join(METHODS)}")
+
+
+def cell_folder(runs: Path, env_id: str, method: str, seed: int) -> Path:
+    """:return: where a cell keeps its configuration, log, checkpoint and record"""
+    return runs / env_id / f"{method}-s{seed}"
+
+
+def command(runs: Path, env_id: str, method: str, seed: int, budget: int) -> list[str]:
+    """Write the cell's hyperparameter file and return the command that trains it.
+
+    :param runs: the folder of all cells
+    :param env_id: the env
+    :param method: ``dirpg`` or ``ppo``
+    :param seed: the training seed
+    :param budget: interactions
+    :return: the command line
+    """
+    folder = cell_folder(runs, env_id, method, seed)
+    folder.mkdir(parents=True, exist_ok=True)
+    settings = method_entry(env_id, method, budget)
+    conf = folder / "hyperparams.yml"
+    conf.write_text(yaml.safe_dump({env_id: settings}))
+    evaluation = dict(record=str(folder / "record.json"), env_id=env_id, budget=budget, env_kwargs={},
+                      env_wrapper=settings.get("env_wrapper"), points=POINTS, stop_level=0.95, stop_after=3)  # fmt: skip
+    callback = {"sb3_dirpg.experiments.held_out.HeldOutEvaluation": evaluation}
+    head = [sys.executable, "-m", "sb3_dirpg.integrations.zoo", "train", "--algo", "dirpg"] if method == "dirpg" else \
+        [sys.executable, "-m", "rl_zoo3.train", "--algo", "ppo", "--gym-packages", "minigrid"]  # fmt: skip
+    return [*head, "--conf-file", str(conf), "--env", env_id, "--seed", str(seed), "-n", str(budget), "--num-threads", "1",
+            "--eval-freq", "-1", "-f", str(folder / "zoo"), "--verbose", "0", "--device", "cpu",
+            "-params", f"callback:{callback!r}"]  # fmt: skip
+
+
+def finished(folder: Path, budget: int) -> bool:
+    """:return: whether the cell's record stopped early or reached the budget"""
+    path = folder / "record.json"
+    if not path.exists():
+        return False
+    record = json.loads(path.read_text())
+    return "stopped_early" in record or bool(record["points"]) and record["points"][-1]["interactions"] >= budget
+
+
+def run_cell(runs: Path, env_id: str, method: str, seed: int, budget: int) -> None:
+    """Train one cell unless it has finished (its output goes to ``train.log``)."""
+    folder = cell_folder(runs, env_id, method, seed)
+    if finished(folder, budget):
+        return
+    cmd = command(runs, env_id, method, seed, budget)
+    print(f"start {env_id} {method} seed {seed}", flush=True)
+    with open(folder / "train.log", "w") as log:
+        result = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT, check=False)
+    print(f"{'done' if result.returncode == 0 else 'FAILED'}: {env_id} {method} seed {seed}", flush=True)
+
+
+def first_at(points: Sequence[dict[str, Any]], mode: str, level: float = LEVEL) -> int | None:
+    """:return: the interactions of the first evaluation at ``level`` success or more (``mode``: sampled or greedy)"""
+    return next((int(p["interactions"]) for p in points if p[mode]["success"] >= level), None)
+
+
+def summarize(runs: Path, envs: Sequence[str], methods: Sequence[str]) -> dict[str, Any]:
+    """:return: per env and method, each seed's first interactions to 0.9 (sampled, greedy), end success and training
+    wall time to 0.9 on both"""
+    out: dict[str, Any] = {}
+    for env_id in envs:
+        for method in methods:
+            cells = sorted((runs / env_id).glob(f"{method}-s*/record.json")) if (runs / env_id).is_dir() else []
+            seeds = []
+            for path in cells:
+                record = json.loads(path.read_text())
+                points = record["points"]
+                if not points:
+                    continue
+                both = next((p for p in points if min(p["sampled"]["success"], p["greedy"]["success"]) >= LEVEL), None)
+                seeds.append({
+                    "seed": int(path.parent.name.rsplit("-s", 1)[1]),
+                    "sampled": first_at(points, "sampled"),
+                    "greedy": first_at(points, "greedy"),
+                    "both_wall_s": None if both is None else float(both["wall_s"]),
+                    "end": [int(points[-1]["interactions"]), points[-1]["sampled"]["success"],
+                            points[-1]["greedy"]["success"]],
+                    "stopped_early": "stopped_early" in record,
+                    "curve": [[p["interactions"], p["sampled"]["success"], p["greedy"]["success"]] for p in points],
+                })  # fmt: skip
+            if seeds:
+                out.setdefault(env_id, {})[method] = seeds
+    return out
+
+
+def _median(values: Sequence[int | None]) -> float | None:
+    """:return: the median, with a run that never reached counted as infinite (None where that is the median)"""
+    finite = sorted(np.inf if v is None else v for v in values)
+    middle = float(np.median(finite)) if finite else np.inf
+    return None if not np.isfinite(middle) else middle
+
+
+def table(summary: dict[str, Any]) -> str:
+    """:return: the markdown table of the summary"""
+    def k(value: float | None) -> str:
+        return "not reached" if value is None else f"{value / 1000:.0f}k"
+
+    lines = ["| env | method | seeds | median to 0.9, sampled | greedy | median training wall to 0.9 (both) "
+             "| end, sampled / greedy (each seed) |", "| --- | --- | ---: | ---: | ---: | ---: | --- |"]  # fmt: skip
+    for env_id, methods in summary.items():
+        for method, seeds in methods.items():
+            wall = _median([s["both_wall_s"] for s in seeds])
+            ends = ", ".join(f"{s['end'][1]:.2f} / {s['end'][2]:.2f} at {s['end'][0] / 1000:.0f}k" for s in seeds)
+            lines.append(f"| {env_id.removeprefix('MiniGrid-')} | {method} | {len(seeds)} | "
+                         f"{k(_median([s['sampled'] for s in seeds]))} | {k(_median([s['greedy'] for s in seeds]))} | "
+                         f"{'not reached' if wall is None else f'{wall:.0f} s'} | {ends} |")  # fmt: skip
+    return "\n".join(lines) + "\n"
+
+
+def figure(summary: dict[str, Any]) -> Any:
+    """:return: one panel per env: each seed's sampled (solid) and greedy (dashed) success against interactions"""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    envs = list(summary)
+    cols = 5
+    rows = max(1, -(-len(envs) // cols))
+    fig, axes = plt.subplots(rows, cols, figsize=(3.2 * cols, 2.6 * rows), squeeze=False)
+    colors = {"dirpg": "tab:blue", "ppo": "tab:orange"}
+    for ax, env_id in zip(axes.flat, envs):
+        for method, seeds in summary[env_id].items():
+            for index, seed in enumerate(seeds):
+                curve = np.array(seed["curve"], dtype=float)
+                label = method if index == 0 else None
+                ax.plot(curve[:, 0], curve[:, 1], color=colors.get(method), label=label)
+                ax.plot(curve[:, 0], curve[:, 2], color=colors.get(method), linestyle="--")
+        ax.set_title(env_id.removeprefix("MiniGrid-").removesuffix("-v0"), fontsize=9)
+        ax.set_ylim(-0.02, 1.02)
+        ax.tick_params(labelsize=7)
+    for ax in list(axes.flat)[len(envs):]:
+        ax.axis("off")
+    axes.flat[0].legend(fontsize=7)
+    fig.supxlabel("interactions (solid: sampled, dashed: greedy success on 200 held-out maps)", fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
+def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
+    """:param argv: command-line arguments
+    :return: the summary"""
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--envs", nargs="+", default=list(ENVS), help="MiniGrid ids (default: the module's ENVS)")
+    parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS)
+    parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
+    parser.add_argument("--budget", type=int, default=BUDGET, help="interactions per cell (%(default)s)")
+    parser.add_argument("--procs", type=int, default=2, help="cells trained at once, one core each")
+    parser.add_argument("--report", action="store_true", help="only write the report of the cells run so far")
+    parser.add_argument("--out", type=Path, default=default_out(), help="results folder (%(default)s)")
+    args = parser.parse_args(argv)
+    if args.budget < POINTS or args.procs < 1:
+        raise SystemExit(f"--budget must be at least {POINTS} and --procs at least 1")
+    runs = args.out / "minigrid_general"
+    if not args.report:
+        for env_id in args.envs:  # a bad id fails here, before any training
+            method_entry(env_id, "dirpg", args.budget)
+        cells = [(env_id, method, seed) for seed in args.seeds for env_id in args.envs for method in args.methods]
+        with ThreadPoolExecutor(max_workers=args.procs) as pool:
+            list(pool.map(lambda cell: run_cell(runs, *cell, args.budget), cells))
+    summary = summarize(runs, args.envs, args.methods)
+    write_json(args.out / "minigrid_general.json", summary)
+    text = table(summary)
+    (args.out / "minigrid_general.md").write_text(text)
+    if summary:
+        figure(summary).savefig(args.out / "minigrid_general.png", dpi=110)
+    page = args.out.parent / "results.md"
+    if page.is_file():
+        refresh_block(page, "minigrid general", text)
+    print(text)
+    return summary
+
+
+if __name__ == "__main__":
+    main()
