@@ -143,3 +143,10 @@ def test_an_entry_without_a_policy_is_completed_by_the_setting() -> None:
     whole = {"policy": "MlpPolicy", "n_timesteps": 1e4}
     assert completed_entry("MiniGrid-DoorKey-8x8-v0", whole) == whole
     assert entry("MiniGrid-DoorKey-8x8-v0", "dirpg") == setting
+
+
+def test_a_raw_minigrid_env_is_refused_with_the_setting_named() -> None:
+    """MiniGrid's own observation carries the mission text, which no SB3 policy holds: the error names the mission and
+    the one setting's env, which encodes it."""
+    with pytest.raises(ValueError, match=r"observation_space\['mission'\].*minigrid_setting\(env_id\)\.make_env\(\)"):
+        DirPG("MultiInputPolicy", gym.make("MiniGrid-Fetch-5x5-N2-v0"), device="cpu")

@@ -637,8 +637,10 @@ def check_observation_space(env: gym.Env, algo: str) -> None:
     parts = ", ".join(f"{path} ({type(space).__name__})" for path, space in found)
     if type(env.unwrapped).__module__.split(".")[0] == "minigrid":
         advice = (
-            "Build MiniGrid envs with sb3_dirpg.envs.make_minigrid_env(env_id) (the paper's observation and shaped "
-            "reward, without the mission text), or drop the mission yourself (e.g. minigrid.wrappers.ImgObsWrapper)"
+            "Build MiniGrid envs with the one MiniGrid setting, sb3_dirpg.envs.minigrid.setting.minigrid_setting(env_id)"
+            ".make_env() (it encodes the mission as a vector where it changes between episodes, and gives DirPG's "
+            "arguments too), with sb3_dirpg.envs.make_minigrid_env(env_id) (the paper's observation and shaped reward, "
+            "without the mission text), or drop the mission yourself (e.g. minigrid.wrappers.ImgObsWrapper)"
         )
     else:
         advice = "Wrap the env in a gymnasium ObservationWrapper that drops those parts or encodes them as arrays"
