@@ -114,7 +114,7 @@ def test_the_bridge_trains_a_minigrid_id_without_an_entry_with_the_setting(tmp_p
     (config,) = tmp_path.glob(f"dirpg/{env_id}_*/{env_id}/config.yml")
     saved: dict[str, Any] = dict(yaml.load(config.read_text(), Loader=yaml.UnsafeLoader))
     assert saved["search_budget"] == 30 and saved["max_episode_steps"] == 4 * (6 + 6)
-    assert saved["ema_decay"] == ALGORITHM_SETTING["ema_decay"]
+    assert saved["refine_success"] is ALGORITHM_SETTING["refine_success"] is True
     assert (tmp_path / "dirpg" / f"{env_id}_1" / f"{env_id}.zip").exists()
 
 

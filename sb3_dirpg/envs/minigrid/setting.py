@@ -60,7 +60,6 @@ ALGORITHM_SETTING: dict[str, Any] = {
     "n_epochs": 4,
     "batch_episodes": 1,
     "lookahead": 16,
-    "ema_decay": 0.99,
 }
 #: the SB3 policy alias of every MiniGrid env
 POLICY = "MultiInputPolicy"
