@@ -14,11 +14,14 @@ import yaml
 import sb3_dirpg.envs  # noqa: F401  (registers the project's MiniGrid ids)
 from sb3_dirpg import DirPG
 from sb3_dirpg.envs import DirectionImageObs, FastObservation, MiniGridCNN, MiniGridProgressReward, MiniGridShapedReward
+from sb3_dirpg.envs.minigrid.action_mask import MiniGridNoOpMask
 from sb3_dirpg.envs.minigrid.setting import (
     ALGORITHM_SETTING,
     BUDGET_PER_STEP,
     STEPS_PER_SIDE,
+    _path,
     minigrid_setting,
+    steps_as_minigrid,
 )
 from sb3_dirpg.simulator.unwrap import wrapper_layers
 
@@ -66,8 +69,11 @@ def test_the_rule_reads_the_env() -> None:
     put_near = minigrid_setting("MiniGrid-PutNear-6x6-N2-v0")  # its own limit, 30, is below 4 * (6 + 6)
     assert put_near.algorithm["max_episode_steps"] == 30
     assert put_near.mission_gates == 2 and put_near.env_wrapper[-1].endswith("MissionObs")
-    assert any("no action masks" in note for note in put_near.notes)  # PutNear's step is its own
-    assert not any("MiniGridNoOpMask" in str(spec) for spec in put_near.env_wrapper)
+    assert put_near.facts.masks and not put_near.facts.reads_done  # its step adds only its success and failure
+    go_to_door = minigrid_setting("MiniGrid-GoToDoor-5x5-v0")  # it succeeds on ``done``: masks that keep it
+    assert {"keep_done": True}.items() <= go_to_door.env_wrapper[-3][_path(MiniGridNoOpMask)].items()
+    memory = minigrid_setting("MiniGrid-MemoryS7-v0")  # its pickup toggles instead: not MiniGrid's rules
+    assert not memory.facts.minigrid_dynamics and any("no action masks" in note for note in memory.notes)
     obstacles = minigrid_setting("MiniGrid-Dynamic-Obstacles-6x6-v0")  # three actions: no masks
     assert not obstacles.facts.masks and obstacles.facts.known_success
     playground = minigrid_setting("MiniGrid-Playground-v0")
@@ -150,3 +156,19 @@ def test_a_raw_minigrid_env_is_refused_with_the_setting_named() -> None:
     the one setting's env, which encodes it."""
     with pytest.raises(ValueError, match=r"observation_space\['mission'\].*minigrid_setting\(env_id\)\.make_env\(\)"):
         DirPG("MultiInputPolicy", gym.make("MiniGrid-Fetch-5x5-N2-v0"), device="cpu")
+
+
+def test_the_dynamics_check_tells_a_step_that_changes_the_world_otherwise() -> None:
+    """An env whose step moves the world otherwise than MiniGrid's (here: every forward move also turns the agent) is
+    caught by random play, and the masks are left out for it."""
+    from minigrid.envs import UnlockEnv
+
+    class TurningUnlock(UnlockEnv):
+        def step(self, action: int) -> Any:
+            result = super().step(action)
+            if action == self.actions.forward:
+                self.agent_dir = (self.agent_dir + 1) % 4
+            return result
+
+    assert steps_as_minigrid(UnlockEnv()) == (True, False)
+    assert steps_as_minigrid(TurningUnlock())[0] is False

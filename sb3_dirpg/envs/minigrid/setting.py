@@ -14,8 +14,9 @@ The rule reads the env after a few seeded resets (:data:`PROBE_SEEDS`); no numbe
   (Playground has no success), the goal reward and its bound alone, and :attr:`MiniGridSetting.notes` says why;
 * **action masks**: :class:`~sb3_dirpg.envs.MiniGridNoOpMask` with the rules that hold in every MiniGrid grid whose
   objects only the agent moves (no shortest way to success does nothing, undoes its last action, returns to a pose
-  with nothing changed since, closes a door or picks up again what it just dropped), on the envs whose ``step`` is
-  MiniGrid's own (or adds only the pickup success of KeyCorridor and ObstructedMaze), where that rule is known to hold;
+  with nothing changed since, closes a door or picks up again what it just dropped), on the envs whose ``step``
+  changes the world as MiniGrid's own does (:func:`steps_as_minigrid`: it may add rewards and ends), where that rule is
+  known to hold, keeping ``done`` where it ends an episode;
 * **mission**: :class:`~sb3_dirpg.envs.MissionObs` and two mission gates in the network where the mission changes from
   one reset to the next (Fetch, GoToDoor, PutNear, LockedRoom, KeyCorridor, ...): then the view alone does not say
   what to do.
@@ -35,6 +36,10 @@ from sb3_dirpg.envs.minigrid.grid_bound import success_targets
 
 #: the env seeds the rule resets the env with to read it
 PROBE_SEEDS = range(8)
+#: the states of random play at which :func:`steps_as_minigrid` compares an env's step with MiniGrid's
+DYNAMICS_CHECK_STEPS = 300
+#: how often random play picks each of MiniGrid's actions (more forward moves and toggles: play gets further)
+_PLAY_WEIGHTS = (0.15, 0.15, 0.3, 0.12, 0.08, 0.15, 0.05)
 #: horizon per cell of the grid's width plus height
 STEPS_PER_SIDE = 4
 #: ``a_dir`` search interactions per step of the horizon
@@ -87,8 +92,9 @@ class EnvFacts:
     :param n_actions: size of its action space
     :param known_success: whether :func:`~sb3_dirpg.envs.minigrid.grid_bound.success_targets` knows where its success
         happens
-    :param own_step: whether its ``step`` is MiniGrid's own, or adds only the pickup success of KeyCorridor and
-        ObstructedMaze (:func:`~sb3_dirpg.envs.minigrid.compiled.pickup_success_steps`)
+    :param minigrid_dynamics: whether its ``step`` changes the world (grid, agent, load) as ``MiniGridEnv.step`` does
+        (:func:`steps_as_minigrid`: it may add rewards and ends, as Unlock, Fetch or GoToDoor do)
+    :param reads_done: whether its ``step`` gives MiniGrid's ``done`` action an effect (GoToDoor, GoToObject)
     :param missions: the distinct missions of the probe resets
     """
 
@@ -98,7 +104,8 @@ class EnvFacts:
     max_steps: int
     n_actions: int
     known_success: bool
-    own_step: bool
+    minigrid_dynamics: bool
+    reads_done: bool
     missions: tuple[str, ...]
 
     @property
@@ -108,10 +115,11 @@ class EnvFacts:
 
     @property
     def masks(self) -> bool:
-        """:return: whether the mask rules are known to hold: MiniGrid's seven actions and its own ``step``"""
+        """:return: whether the mask rules are known to hold: MiniGrid's seven actions, which change the world as
+            MiniGrid's own ``step`` does"""
         from sb3_dirpg.envs.minigrid.action_mask import N_MINIGRID_ACTIONS
 
-        return self.own_step and self.n_actions == N_MINIGRID_ACTIONS
+        return self.minigrid_dynamics and self.n_actions == N_MINIGRID_ACTIONS
 
     @property
     def shows_mission(self) -> bool:
@@ -220,11 +228,57 @@ def read_env(env_id: str, env_kwargs: dict[str, Any] | None = None) -> EnvFacts:
         missions.add(str(base.mission))
         known = known and success_targets(base) is not None
     step = type(base).step
-    own_step = step is MiniGridEnv.step or step in pickup_success_steps()
+    if step is MiniGridEnv.step or step in pickup_success_steps():
+        dynamics, reads_done = True, False
+    else:
+        dynamics, reads_done = steps_as_minigrid(base)
     facts = EnvFacts(env_id, int(base.width), int(base.height), int(base.max_steps), int(env.action_space.n), known,
-                     own_step, tuple(sorted(missions)))  # fmt: skip
+                     dynamics, reads_done, tuple(sorted(missions)))  # fmt: skip
     env.close()
     return facts
+
+
+def _world(base: Any) -> tuple[Any, ...]:
+    """:param base: an unwrapped MiniGrid env
+    :return: what a step can change of its world: the grid's cells, the agent's cell and direction, and its load"""
+    load = None if base.carrying is None else tuple(base.carrying.encode())
+    return base.grid.encode().tobytes(), tuple(int(v) for v in base.agent_pos), int(base.agent_dir), load
+
+
+def steps_as_minigrid(base: Any, steps: int = DYNAMICS_CHECK_STEPS, seed: int = 0) -> tuple[bool, bool]:
+    """Step the env's own ``step`` and ``MiniGridEnv.step`` from the same states of random play, and compare the worlds
+    they leave (:func:`_world`) and their ends.
+
+    :param base: an unwrapped MiniGrid env whose class overrides ``step``
+    :param steps: the states compared
+    :param seed: seed of the play and of the resets
+    :return: whether every step left the world as MiniGrid's step does, and whether ``done`` ended an episode where
+        MiniGrid's step goes on
+    """
+    import copy
+
+    import numpy as np
+    from minigrid.minigrid_env import MiniGridEnv
+
+    from sb3_dirpg.envs.minigrid.action_mask import N_MINIGRID_ACTIONS
+
+    if base.action_space.n != N_MINIGRID_ACTIONS:
+        return False, False
+    rng = np.random.default_rng(seed)
+    done_action, reads_done, episode = int(base.actions.done), False, 0
+    base.reset(seed=seed)
+    for _ in range(steps):
+        action = int(rng.choice(N_MINIGRID_ACTIONS, p=_PLAY_WEIGHTS))
+        reference = copy.deepcopy(base)
+        _, _, ends, _, _ = type(base).step(base, action)
+        _, _, minigrid_ends, _, _ = MiniGridEnv.step(reference, action)
+        if _world(base) != _world(reference):
+            return False, reads_done
+        reads_done = reads_done or (action == done_action and ends and not minigrid_ends)
+        if ends or base.step_count >= base.max_steps:
+            episode += 1
+            base.reset(seed=seed + episode)
+    return True, reads_done
 
 
 def minigrid_setting(env_id: str, env_kwargs: dict[str, Any] | None = None) -> MiniGridSetting:
@@ -252,10 +306,10 @@ def minigrid_setting(env_id: str, env_kwargs: dict[str, Any] | None = None) -> M
         notes.append(f"no progress reward: where {env_id}'s success happens is not known (success_targets), so the "
                      "search is led by the goal reward's bound alone")  # fmt: skip
     if facts.masks:
-        wrappers.append({_path(MiniGridNoOpMask): dict(MASK_RULES)})
+        wrappers.append({_path(MiniGridNoOpMask): {**MASK_RULES, **({"keep_done": True} if facts.reads_done else {})}})
     else:
-        notes.append(f"no action masks: {env_id}'s step is not MiniGrid's own (or it has {facts.n_actions} actions), "
-                     "so the mask rules are not known to hold")  # fmt: skip
+        notes.append(f"no action masks: {env_id}'s step changes the world otherwise than MiniGrid's own (or it has "
+                     f"{facts.n_actions} actions), so the mask rules are not known to hold")  # fmt: skip
     wrappers.append(_path(DirectionImageObs))
     if facts.shows_mission:
         wrappers.append(_path(MissionObs))
