@@ -11,7 +11,9 @@ budget (:class:`~sb3_dirpg.experiments.held_out.HeldOutEvaluation`; a cell stops
   (:data:`~sb3_dirpg.experiments.minigrid_table.cells.FLOAT32_CAST`), trained by ``rl_zoo3.train``.
 
 Both are evaluated on the env as ``gym.make`` builds it, with MiniGrid's own step limit, and the method's observation
-wrappers. ``--report`` writes ``minigrid_general.{json,md,png}`` and the ``minigrid general`` block of the results page.
+wrappers. ``--report`` writes ``minigrid_general.{json,md,png}`` and the ``minigrid general`` block of the results
+page, for every env with a cell (the table's and the frontier's envs too, where the one setting ran beside their tuned
+entries).
 """
 
 from __future__ import annotations
@@ -164,18 +166,28 @@ def _median(values: Sequence[int | None]) -> float | None:
     return None if not np.isfinite(middle) else middle
 
 
+def group(env_id: str) -> str:
+    """:param env_id: an env
+    :return: ``table`` or ``frontier`` where the project's tuned entries were made, ``untuned`` elsewhere"""
+    from sb3_dirpg.experiments.frontier import TARGETS
+    from sb3_dirpg.experiments.minigrid_table import ENVS as TABLE_ENVS
+
+    return "table" if env_id in TABLE_ENVS else "frontier" if env_id in TARGETS else "untuned"
+
+
 def table(summary: dict[str, Any]) -> str:
     """:return: the markdown table of the summary"""
     def k(value: float | None) -> str:
         return "not reached" if value is None else f"{value / 1000:.0f}k"
 
-    lines = ["| env | method | seeds | median to 0.9, sampled | greedy | median training wall to 0.9 (both) "
-             "| end, sampled / greedy (each seed) |", "| --- | --- | ---: | ---: | ---: | ---: | --- |"]  # fmt: skip
+    lines = ["| env | where | method | seeds | median to 0.9, sampled | greedy | median training wall to 0.9 (both) "
+             "| end, sampled / greedy (each seed) |", "| --- | --- | --- | ---: | ---: | ---: | ---: | --- |"]  # fmt: skip
     for env_id, methods in summary.items():
         for method, seeds in methods.items():
+            where = group(env_id)
             wall = _median([s["both_wall_s"] for s in seeds])
             ends = ", ".join(f"{s['end'][1]:.2f} / {s['end'][2]:.2f} at {s['end'][0] / 1000:.0f}k" for s in seeds)
-            lines.append(f"| {env_id.removeprefix('MiniGrid-')} | {method} | {len(seeds)} | "
+            lines.append(f"| {env_id.removeprefix('MiniGrid-')} | {where} | {method} | {len(seeds)} | "
                          f"{k(_median([s['sampled'] for s in seeds]))} | {k(_median([s['greedy'] for s in seeds]))} | "
                          f"{'not reached' if wall is None else f'{wall:.0f} s'} | {ends} |")  # fmt: skip
     return "\n".join(lines) + "\n"
@@ -215,7 +227,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     """:param argv: command-line arguments
     :return: the summary"""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--envs", nargs="+", default=list(ENVS), help="MiniGrid ids (default: the module's ENVS)")
+    parser.add_argument("--envs", nargs="+", default=None,
+                        help="MiniGrid ids (default: the module's ENVS; with --report, every env with a cell)")
     parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS)
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     parser.add_argument("--budget", type=int, default=BUDGET, help="interactions per cell (%(default)s)")
@@ -226,6 +239,10 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     if args.budget < POINTS or args.procs < 1:
         raise SystemExit(f"--budget must be at least {POINTS} and --procs at least 1")
     runs = args.out / "minigrid_general"
+    if args.envs is None:
+        present = sorted(path.name for path in runs.iterdir() if path.is_dir()) if runs.is_dir() else []
+        args.envs = sorted(present, key=lambda env_id: ("table", "frontier", "untuned").index(group(env_id))) \
+            if args.report else list(ENVS)  # fmt: skip
     if not args.report:
         for env_id in args.envs:  # a bad id fails here, before any training
             method_entry(env_id, "dirpg", args.budget)
