@@ -60,9 +60,10 @@ def test_commands() -> None:
     assert any(part.startswith("callback:") and "HeldOutEvaluation" in part for part in cmd)
     shaped = table.command(table.Cell("MiniGrid-GoToDoor-5x5-v0", "ppo_shaped", 1, 3_000_000), Path("/runs"))
     wrappers = eval(next(p for p in shaped if p.startswith("env_wrapper:")).split(":", 1)[1])
-    reward = {"sb3_dirpg.envs.MiniGridShapedReward": {"door_reward": 0.0}}
-    assert wrappers == [reward, "minigrid.wrappers.FlatObsWrapper", table.FLOAT32_CAST]  # MissionObs is DirPG's own
-    assert shaped[shaped.index("--env-kwargs") + 1] == "max_steps:100"  # GoToDoor entry's step limit (the paper's)
+    reward = {"sb3_dirpg.envs.minigrid.wrappers.MiniGridShapedReward": {"door_reward": 0.0, "pickup_reward": 0.0}}
+    progress = {"sb3_dirpg.envs.minigrid.progress.MiniGridProgressReward": {"progress_reward": 5.0}}
+    assert wrappers == [reward, progress, "minigrid.wrappers.FlatObsWrapper", table.FLOAT32_CAST]  # MissionObs is DirPG's
+    assert "--env-kwargs" not in shaped  # the one setting keeps the env's own step limit (DirPG's horizon is its own)
     progress = table.command(table.Cell("MiniGrid-Unlock-v0", "ppo_shaped", 0, 1_000_000), Path("/runs"))
     wrappers = eval(next(p for p in progress if p.startswith("env_wrapper:")).split(":", 1)[1])
     assert [(w if isinstance(w, str) else next(iter(w))).rsplit(".", 1)[1] for w in wrappers] == [
