@@ -207,17 +207,20 @@ def figure(summary: dict[str, Any]) -> Any:
     colors = {"dirpg": "tab:blue", "ppo": "tab:orange"}
     for ax, env_id in zip(axes.flat, envs):
         for method, seeds in summary[env_id].items():
-            for index, seed in enumerate(seeds):
+            for seed in seeds:
                 curve = np.array(seed["curve"], dtype=float)
-                label = method if index == 0 else None
-                ax.plot(curve[:, 0], curve[:, 1], color=colors.get(method), label=label)
+                ax.plot(curve[:, 0], curve[:, 1], color=colors.get(method))
                 ax.plot(curve[:, 0], curve[:, 2], color=colors.get(method), linestyle="--")
         ax.set_title(env_id.removeprefix("MiniGrid-").removesuffix("-v0"), fontsize=9)
         ax.set_ylim(-0.02, 1.02)
         ax.tick_params(labelsize=7)
+        ax.ticklabel_format(axis="x", style="sci", scilimits=(0, 0))
     for ax in list(axes.flat)[len(envs):]:
         ax.axis("off")
-    axes.flat[0].legend(fontsize=7)
+    from matplotlib.lines import Line2D
+
+    handles = [Line2D([], [], color=color, label=method) for method, color in colors.items()]
+    axes.flat[0].legend(handles=handles, fontsize=7)
     fig.supxlabel("interactions (solid: sampled, dashed: greedy success on 200 held-out maps)", fontsize=9)
     fig.tight_layout()
     return fig
