@@ -26,13 +26,23 @@ Everything else is :data:`ALGORITHM_SETTING`, the same for every env.
 
 from __future__ import annotations
 
+import copy
 import importlib
 from dataclasses import dataclass, field
 from typing import Any
 
 import gymnasium as gym
+import minigrid  # noqa: F401  (registers MiniGrid's ids)
+import numpy as np
+from minigrid.minigrid_env import MiniGridEnv
 
-from sb3_dirpg.envs.minigrid.grid_bound import success_targets
+from sb3_dirpg.envs.minigrid.action_mask import N_MINIGRID_ACTIONS, MiniGridNoOpMask
+from sb3_dirpg.envs.minigrid.cnn import MiniGridCNN
+from sb3_dirpg.envs.minigrid.compiled import pickup_success_steps
+from sb3_dirpg.envs.minigrid.fast_obs import FastObservation
+from sb3_dirpg.envs.minigrid.grid_bound import MiniGridBound, success_targets
+from sb3_dirpg.envs.minigrid.progress import MiniGridProgressBound, MiniGridProgressReward
+from sb3_dirpg.envs.minigrid.wrappers import DirectionImageObs, MiniGridShapedReward, MissionObs
 
 #: the env seeds the rule resets the env with to read it
 PROBE_SEEDS = range(8)
@@ -117,8 +127,6 @@ class EnvFacts:
     def masks(self) -> bool:
         """:return: whether the mask rules are known to hold: MiniGrid's seven actions, which change the world as
             MiniGrid's own ``step`` does"""
-        from sb3_dirpg.envs.minigrid.action_mask import N_MINIGRID_ACTIONS
-
         return self.minigrid_dynamics and self.n_actions == N_MINIGRID_ACTIONS
 
     @property
@@ -159,8 +167,6 @@ class MiniGridSetting:
 
     def policy_kwargs(self) -> dict[str, Any]:
         """:return: the policy's keyword arguments (the paper's network, with the mission gates)"""
-        from sb3_dirpg.envs.minigrid.cnn import MiniGridCNN
-
         extractor = {"mission_gates": self.mission_gates} if self.mission_gates else {}
         return dict(features_extractor_class=MiniGridCNN, net_arch=[], normalize_images=False,
                     features_extractor_kwargs=extractor)  # fmt: skip
@@ -207,11 +213,7 @@ def read_env(env_id: str, env_kwargs: dict[str, Any] | None = None) -> EnvFacts:
     :raises ValueError: where the id is not registered, is not a MiniGrid env, or cannot be reset (the message names
         the env and the cause)
     """
-    import minigrid  # noqa: F401  (registers MiniGrid's ids)
-    from minigrid.minigrid_env import MiniGridEnv
-
     import sb3_dirpg.envs  # noqa: F401  (registers the project's MiniGrid ids)
-    from sb3_dirpg.envs.minigrid.compiled import pickup_success_steps
 
     if env_id not in gym.registry:
         raise ValueError(f"{env_id!r} is not a registered env id; MiniGrid's are listed by gymnasium.pprint_registry()")
@@ -255,13 +257,6 @@ def steps_as_minigrid(base: Any, steps: int = DYNAMICS_CHECK_STEPS, seed: int = 
     :return: whether every step left the world as MiniGrid's step does, and whether ``done`` ended an episode where
         MiniGrid's step goes on
     """
-    import copy
-
-    import numpy as np
-    from minigrid.minigrid_env import MiniGridEnv
-
-    from sb3_dirpg.envs.minigrid.action_mask import N_MINIGRID_ACTIONS
-
     if base.action_space.n != N_MINIGRID_ACTIONS:
         return False, False
     rng = np.random.default_rng(seed)
@@ -289,12 +284,6 @@ def minigrid_setting(env_id: str, env_kwargs: dict[str, Any] | None = None) -> M
     :return: the setting
     :raises ValueError: where the env is not a MiniGrid env or cannot be reset
     """
-    from sb3_dirpg.envs.minigrid.action_mask import MiniGridNoOpMask
-    from sb3_dirpg.envs.minigrid.fast_obs import FastObservation
-    from sb3_dirpg.envs.minigrid.grid_bound import MiniGridBound
-    from sb3_dirpg.envs.minigrid.progress import MiniGridProgressBound, MiniGridProgressReward
-    from sb3_dirpg.envs.minigrid.wrappers import DirectionImageObs, MiniGridShapedReward, MissionObs
-
     facts = read_env(env_id, env_kwargs)
     notes = []
     wrappers: list[Any] = [_path(FastObservation), {_path(MiniGridShapedReward): dict(_REWARD)}]
