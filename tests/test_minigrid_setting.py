@@ -52,6 +52,8 @@ def test_every_registered_minigrid_id_gets_the_setting_and_a_short_search(env_id
     kinds = [type(layer) for layer in wrapper_layers(env)]
     assert DirectionImageObs in kinds and MiniGridShapedReward in kinds and FastObservation in kinds
     assert (MiniGridProgressReward in kinds) == setting.facts.known_success
+    # every registered family's success rule is known, but Playground's: it never succeeds
+    assert setting.facts.known_success == (type(env.unwrapped).__name__ != "PlaygroundEnv")
     kwargs = {**setting.algorithm_kwargs(), "search_budget": 20, "lookahead": 1}
     model = DirPG(setting.policy, env, **kwargs, seed=0, device="cpu")
     model.learn(2 * setting.facts.horizon + 40)
