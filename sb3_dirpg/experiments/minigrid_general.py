@@ -125,14 +125,11 @@ def run_cell(runs: Path, env_id: str, method: str, seed: int, budget: int) -> No
     print(f"{'done' if result.returncode == 0 else 'FAILED'}: {env_id} {method} seed {seed}", flush=True)
 
 
-def first_at(points: Sequence[dict[str, Any]], mode: str, level: float = LEVEL) -> int | None:
-    """:return: the interactions of the first evaluation at ``level`` success or more (``mode``: sampled or greedy)"""
-    return next((int(p["interactions"]) for p in points if p[mode]["success"] >= level), None)
-
-
 def summarize(runs: Path, envs: Sequence[str], methods: Sequence[str]) -> dict[str, Any]:
     """:return: per env and method, each seed's first interactions to 0.9 (sampled, greedy), end success and training
     wall time to 0.9 on both"""
+    from sb3_dirpg.experiments.frontier import first_at
+
     out: dict[str, Any] = {}
     for env_id in envs:
         for method in methods:
