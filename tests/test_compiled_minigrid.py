@@ -21,6 +21,7 @@ from stable_baselines3.common.vec_env import DummyVecEnv
 
 from sb3_dirpg import DirPG
 from sb3_dirpg.baselines import Reinforce
+from sb3_dirpg.common import simulator_backends
 from sb3_dirpg.common.simulator_backends import make_vec_simulator
 from sb3_dirpg.common.vec_simulator import VecSimulator
 from sb3_dirpg.envs import (
@@ -441,10 +442,11 @@ def test_auto_uses_the_compiled_simulator_where_it_fits_and_compiled_says_why_no
 
 def test_an_untested_minigrid_is_refused_by_compiled_and_stepped_on_the_env_by_auto(monkeypatch: Any) -> None:
     """On a MiniGrid release series the compiled rules were not tested on, ``compiled`` raises naming the installed and
-    the tested versions, and ``auto`` warns and steps the env; envs the compiled simulator cannot run anyway get no
-    warning, and a patch release of a tested series is used."""
+    the tested versions, and ``auto`` warns and steps the env; envs the compiled simulator cannot run anyway are not
+    warned about the version, and a patch release of a tested series is used."""
     multiroom = [SimulatorWrapper(make_minigrid_env("MiniGrid-MultiRoom-N2-S4-v0"))]
     unlock = [SimulatorWrapper(make_minigrid_env("MiniGrid-Unlock-v0"))]
+    monkeypatch.setattr(simulator_backends, "_WARNED", {_unlock_warning()})
     monkeypatch.setattr(minigrid, "__version__", "4.0.0")
     with pytest.raises(ValueError, match=r"tested on minigrid 2\.5\.0, .*3\.2\.0, not on 4\.0\.0 .*simulator_backend='env'"):
         make_vec_simulator(multiroom, None, "compiled")
@@ -456,6 +458,41 @@ def test_an_untested_minigrid_is_refused_by_compiled_and_stepped_on_the_env_by_a
         assert type(make_vec_simulator(unlock, None, "auto")) is VecSimulator
         monkeypatch.setattr(minigrid, "__version__", "3.2.9")
         assert type(make_vec_simulator(multiroom, None, "auto")) is CompiledMiniGridSimulator
+
+
+def _unlock_warning() -> str:
+    """:return: the warning ``auto`` gives once for MiniGrid-Unlock-v0 (its step is not MiniGrid's)"""
+    return (
+        "DirPG: CompiledMiniGridSimulator cannot run the env MiniGrid-Unlock-v0: UnlockEnv overrides MiniGridEnv.step; "
+        "the env itself is stepped instead (simulator_backend='env': the same results, more slowly)"
+    )
+
+
+def test_envs_built_the_sb3_way_run_the_compiled_simulator_and_auto_warns_once_where_it_cannot(monkeypatch: Any) -> None:
+    """``make_vec_env`` with an env id builds every env with ``render_mode="rgb_array"`` and a ``Monitor``: the search
+    never renders, so ``auto`` still picks the compiled simulator. A MiniGrid env that the compiled simulator cannot
+    run gets one warning that says why, not one per model; a non-MiniGrid env gets none."""
+    from rl_zoo3.utils import get_wrapper_class
+
+    from sb3_dirpg.envs.minigrid.setting import minigrid_setting
+
+    monkeypatch.setattr(simulator_backends, "_WARNED", set())
+
+    def model(env_id: str, vec_env_cls: type = DummyVecEnv) -> DirPG:
+        setting = minigrid_setting(env_id)
+        wrapper = get_wrapper_class({"env_wrapper": setting.env_wrapper})
+        venv = make_vec_env(env_id, n_envs=2, wrapper_class=wrapper, vec_env_cls=vec_env_cls)
+        assert venv.get_attr("render_mode") == ["rgb_array"] * 2
+        return DirPG(setting.policy, venv, **setting.algorithm_kwargs())
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert type(model("MiniGrid-DoorKey-5x5-v0").simulator) is CompiledMiniGridSimulator
+        assert type(DirPG("MlpPolicy", "CartPole-v1", search_budget=10).simulator) is VecSimulator
+    with pytest.warns(UserWarning) as caught:
+        assert type(model("MiniGrid-Unlock-v0").simulator) is VecSimulator
+        assert type(model("MiniGrid-Unlock-v0").simulator) is VecSimulator
+    assert [str(w.message) for w in caught if "CompiledMiniGridSimulator" in str(w.message)] == [_unlock_warning()]
 
 
 def test_a_batch_the_arrays_cannot_hold_is_searched_on_the_env() -> None:

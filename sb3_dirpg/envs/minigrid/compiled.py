@@ -119,8 +119,6 @@ def compiled_unsupported(simulator: SimulatorWrapper, heuristic: Heuristic | Non
         return f"{cls.__name__} overrides MiniGridEnv.step"
     if cls.gen_obs not in (MiniGridEnv.gen_obs, fast_gen_obs) or cls.gen_obs_grid is not MiniGridEnv.gen_obs_grid:
         return f"{cls.__name__} computes its observation its own way"
-    if base.render_mode is not None:
-        return f"the env renders (render_mode={base.render_mode!r})"
     if base.agent_view_size > kernels.MAX_VIEW:
         return f"its agent_view_size {base.agent_view_size} is above {kernels.MAX_VIEW}"
     layers = wrapper_layers(simulator.env)
@@ -448,4 +446,10 @@ def _grown(array: np.ndarray, size: int) -> np.ndarray:
     return out
 
 
-register_compiled_simulator(compiled_unsupported, CompiledMiniGridSimulator, minigrid_untested)
+def is_minigrid(simulator: SimulatorWrapper) -> bool:
+    """:param simulator: the simulator of one sub-env
+    :return: whether its env is a MiniGrid env (the family :class:`CompiledMiniGridSimulator` copies)"""
+    return isinstance(simulator.env.unwrapped, MiniGridEnv)
+
+
+register_compiled_simulator(compiled_unsupported, CompiledMiniGridSimulator, minigrid_untested, is_minigrid)
