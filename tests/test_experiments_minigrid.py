@@ -4,6 +4,7 @@ DirPG against PPO (tiny settings; the real figures come from running the modules
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -302,3 +303,41 @@ def test_frontier_figure_draws_the_entrys_runs_in_colour_and_the_others_in_grey(
     assert (tmp_path / "frontier.png").stat().st_size > 0
     table = (tmp_path / "frontier.md").read_text()
     assert all(f"| {name} |" in table for name in runs)
+
+
+@pytest.mark.parametrize(
+    ("module", "argv", "says"),
+    [
+        ("minigrid_table", ["--budget", "0"], "--budget: '0': give a whole number of at least 1"),
+        ("minigrid_table", ["--budget", "-5"], "--budget: '-5': give a whole number of at least 1"),
+        ("minigrid_table", ["--procs", "0"], "--procs: '0'"),
+        ("minigrid_table", ["--tag", "t", "--params", "learning_rate=3e-3"], "a colon, not '='"),
+        ("minigrid_table", ["--tag", "t", "--params", "priority:astar"], "NameError.*priority:'astar'"),
+        ("greedy_gap", ["--budget", "-5"], "--budget: '-5'"),
+        ("greedy_gap", ["--every", "0"], "--every: '0'"),
+        ("greedy_gap", ["--budget", "1.5e3x"], "is not a number"),
+        ("greedy_gap", ["--env", "CartPole-v1"], "--env CartPole-v1: the greedy gap is measured on MiniGrid ids"),
+        ("greedy_gap", ["--load", "missing.zip"], "--load missing.zip: no such saved model"),
+        ("minigrid_general", ["--budget", "0"], "--budget: '0'"),
+        ("minigrid_general", ["--seeds", "-1"], "--seeds: '-1': give a whole number of at least 0"),
+        ("frontier", ["--every", "0"], "--every: '0'"),
+        ("frontier", ["--params", "alpha=1"], "a colon, not '='"),
+        ("multiroom", ["--interactions", "0"], "--interactions: '0'"),
+        ("minigrid_failures", ["missing.zip", "--env", "MiniGrid-DoorKey-5x5-v0"], "model missing.zip: no such saved model"),
+    ],
+)
+def test_experiment_command_lines_refuse_numbers_and_settings_they_cannot_use(
+    module: str, argv: list[str], says: str, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """A count below 1 (a budget, an evaluation interval, processes), a negative seed, ``key=value`` or an unquoted word
+    as a setting, a non-MiniGrid env or a missing model stop the command line before any work, with argparse's exit
+    code 2 and a message naming the argument (issue 81: ``--budget -5`` exited 0 with nothing trained, ``--every 0`` gave
+    ZeroDivisionError, ``key=value`` IndexError)."""
+    import importlib
+
+    main = importlib.import_module(f"sb3_dirpg.experiments.{module}").main
+    with pytest.raises(SystemExit) as stopped:
+        main([*argv, "--out", str(tmp_path)] if module != "minigrid_failures" else argv)
+    assert stopped.value.code == 2
+    assert re.search(says, capsys.readouterr().err), says
+    assert not any(tmp_path.iterdir())

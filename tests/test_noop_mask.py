@@ -309,6 +309,10 @@ def test_noop_mask_refuses_what_it_cannot_mask() -> None:
         MiniGridNoOpMask(gym.make("MiniGrid-Empty-5x5-v0"), no_revisit="yes")
     with pytest.raises(ValueError, match="return_window=8 adds nothing"):
         MiniGridNoOpMask(gym.make("MiniGrid-Empty-5x5-v0"), no_revisit=True, return_window=8)
+    inner = MiniGridNoOpMask(gym.make("MiniGrid-Empty-5x5-v0"), no_undo=True)
+    for outer in (inner, DirectionImageObs(inner)):  # issue 81: the inner layer's no_undo was silently lost
+        with pytest.raises(ValueError, match="already has a MiniGridNoOpMask layer.*give all the rules to one layer"):
+            MiniGridNoOpMask(outer, no_revisit=True)
 
 
 def test_dirpg_trains_and_evaluates_among_the_legal_actions_only() -> None:

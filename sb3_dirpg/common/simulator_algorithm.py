@@ -382,7 +382,7 @@ class SimulatorAlgorithm(IterativeAlgorithm):
         """
 
     def _excluded_save_params(self) -> list[str]:
-        excluded = ["simulator", "_obs_transform", "_batch_episode_infos", "_batched_policy_memo"]
+        excluded = ["simulator", "_obs_transform", "_batch_episode_infos", "_batched_policy_memo", "_warned_unmasked_predict"]
         return [*super()._excluded_save_params(), *excluded]
 
     def _get_torch_save_params(self) -> tuple[list[str], list[str]]:
@@ -446,9 +446,20 @@ class SimulatorAlgorithm(IterativeAlgorithm):
         :param state: unused (no recurrent state)
         :param episode_start: unused
         :param deterministic: take the most likely legal action
-        :param action_masks: legal actions (sb3-contrib convention), or None
+        :param action_masks: legal actions (sb3-contrib convention), or None; where the model's env masks actions and
+            none are given, it warns once (SB3's ``evaluate_policy`` and rl-zoo3's ``enjoy`` pass none:
+            :func:`sb3_dirpg.common.evaluation.evaluate_policy` does)
         :return: the actions and ``state``
         """
+        if action_masks is None and self.simulator is not None and self.simulator.simulators[0].has_action_masks:
+            if not getattr(self, "_warned_unmasked_predict", False):
+                self._warned_unmasked_predict = True
+                warnings.warn(
+                    f"{type(self).__name__}.predict: the env masks actions, but no action_masks were given, so the policy "
+                    "may play masked actions; pass action_masks=sb3_contrib.common.maskable.utils.get_action_masks(env), "
+                    "or evaluate with sb3_dirpg.common.evaluation.evaluate_policy, which does",
+                    stacklevel=2,
+                )
         policy = self.policy if self.policy_average is None else self.policy_average.module
         return policy.predict(observation, state, episode_start, deterministic, action_masks=action_masks)
 

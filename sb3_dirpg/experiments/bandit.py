@@ -34,7 +34,15 @@ from stable_baselines3.common.callbacks import BaseCallback
 
 from sb3_dirpg import DirPG
 from sb3_dirpg.baselines import UCB
-from sb3_dirpg.experiments.common import experiment_parser, mean_and_spread, plot_band, save_results, setup_run
+from sb3_dirpg.experiments.common import (
+    experiment_parser,
+    mean_and_spread,
+    nonnegative_int,
+    plot_band,
+    positive_int,
+    save_results,
+    setup_run,
+)
 
 NAME = "bandit"
 ENV_ID = "sb3_dirpg/SpanningTreeBandit-v0"
@@ -170,14 +178,16 @@ def main(argv: Sequence[str] | None = None) -> dict:
     :return: the results written to JSON
     """
     parser = experiment_parser(__doc__)
-    parser.add_argument("--queries", type=int, default=None, help="tree queries per run (default 10000, --full 100000)")
-    parser.add_argument("--nodes", type=int, default=6, help="nodes of the random graph (the env's default)")
+    parser.add_argument("--queries", type=positive_int, default=None,
+                        help="tree queries per run (default 10000, --full 100000)")
+    parser.add_argument("--nodes", type=positive_int, default=6, help="nodes of the random graph (the env's default)")
     parser.add_argument("--edge-prob", type=float, default=0.5, help="edge probability of the random graph")
     parser.add_argument("--name", default=NAME, help="base name of the JSON and PNG files")
-    parser.add_argument("--graph-seed", type=int, default=0, help="seed of the graph and of the edge means mu")
+    parser.add_argument("--graph-seed", type=nonnegative_int, default=0, help="seed of the graph and of the edge means mu")
     parser.add_argument("--lr", type=float, default=0.05, help="DirPG Adam learning rate")
-    parser.add_argument("--budget", type=int, default=100, help="DirPG search budget per episode")
-    parser.add_argument("--window", type=int, default=None, help="moving-average window in episodes (default: 2%% of the run)")
+    parser.add_argument("--budget", type=positive_int, default=100, help="DirPG search budget per episode")
+    parser.add_argument("--window", type=positive_int, default=None,
+                        help="moving-average window in episodes (default: 2%% of the run)")
     args = parser.parse_args(argv)
     started = setup_run(args)
     n_seeds = args.seeds or 10

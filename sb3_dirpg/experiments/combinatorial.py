@@ -34,7 +34,7 @@ from sb3_dirpg.envs.independent_set import (
     independent_set_optimum,
 )
 from sb3_dirpg.envs.knapsack import KnapsackEnv, knapsack_bound, knapsack_greedy, knapsack_optimum
-from sb3_dirpg.experiments.common import default_out
+from sb3_dirpg.experiments.common import default_out, nonnegative_int, positive_int
 
 EVAL_SEEDS = list(range(100_000, 100_200))
 METHODS = ("dirpg", "reinforce", "dirpg_mlp", "ppo", "ppo_item")
@@ -221,10 +221,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--families", nargs="+", choices=FAMILIES, default=list(FAMILIES))
     parser.add_argument("--methods", nargs="+", choices=METHODS, default=["dirpg", "reinforce", "dirpg_mlp", "ppo"])
-    parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
-    parser.add_argument("--interactions", type=int, default=100_000, help="interactions per run")
-    parser.add_argument("--procs", type=int, default=2, help="runs in parallel, one torch thread each")
-    parser.add_argument("--solve-budgets", nargs="+", type=int, default=list(SOLVE_BUDGETS), help="budgets of DirPG.solve")
+    parser.add_argument("--seeds", nargs="+", type=nonnegative_int, default=[0, 1, 2])
+    parser.add_argument("--interactions", type=positive_int, default=100_000, help="interactions per run")
+    parser.add_argument("--procs", type=positive_int, default=2, help="runs in parallel, one torch thread each")
+    parser.add_argument("--solve-budgets", nargs="+", type=positive_int, default=list(SOLVE_BUDGETS),
+                        help="budgets of DirPG.solve")
     parser.add_argument("--resume", action="store_true", help="keep the runs of the same budget already in the JSON file")
     parser.add_argument("--report", action="store_true", help="only rebuild the table and the figure from the JSON file")
     parser.add_argument("--out", type=Path, default=default_out(), help="folder of the JSON and PNG (%(default)s)")

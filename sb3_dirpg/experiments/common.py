@@ -41,6 +41,84 @@ def default_out(package: Path = PACKAGE) -> Path:
     return root / "docs" / "results" if root is not None else Path("results")
 
 
+def positive_int(text: str) -> int:
+    """An ``argparse`` type for counts (budgets, interactions, processes, maps): a whole number of at least 1.
+
+    :param text: the argument
+    :return: its value
+    """
+    value = _whole(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: give a whole number of at least 1")
+    return value
+
+
+def nonnegative_int(text: str) -> int:
+    """An ``argparse`` type for seeds and counts where 0 means none: a whole number of at least 0.
+
+    :param text: the argument
+    :return: its value
+    """
+    value = _whole(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: give a whole number of at least 0")
+    return value
+
+
+def _whole(text: str) -> int:
+    """:param text: an argument
+    :return: it as an int (``1e6`` and ``1_000_000`` are taken)"""
+    try:
+        return int(text)
+    except ValueError:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+        if not value.is_integer():
+            raise argparse.ArgumentTypeError(f"{text!r}: give a whole number") from None
+        return int(value)
+
+
+def split_key_value(text: str) -> tuple[str, Any]:
+    """Read one setting in rl-zoo3's ``-params`` syntax, ``KEY:VALUE`` with the value a Python expression
+    (``learning_rate:3e-3``, ``priority:'astar'``, ``policy_kwargs:dict(net_arch=[64])``), as rl-zoo3 reads it.
+
+    :param text: the setting
+    :return: the key and the value
+    """
+    key, colon, value = text.partition(":")
+    if not colon or not key.strip().isidentifier():
+        raise ValueError(f"{text!r}: write KEY:VALUE, e.g. learning_rate:3e-3 (a colon, not '=')")
+    try:
+        return key.strip(), eval(value)  # noqa: S307 (rl-zoo3 reads -params the same way)
+    except Exception as error:  # noqa: BLE001 (any error of the expression is the user's to fix)
+        raise ValueError(
+            f"{text!r}: the value {value!r} is not a Python expression ({type(error).__name__}: {error}); quote a word, "
+            f"e.g. {key}:'{value}'"
+        ) from None
+
+
+def parse_params(params: Sequence[str]) -> dict[str, Any]:
+    """:param params: ``KEY:VALUE`` strings (:func:`split_key_value`)
+    :return: the values by key"""
+    return dict(split_key_value(param) for param in params)
+
+
+def key_value(text: str) -> str:
+    """An ``argparse`` type for a ``KEY:VALUE`` setting (:func:`split_key_value`): refused on the command line, before
+    any work, where it cannot be read.
+
+    :param text: the argument
+    :return: the argument
+    """
+    try:
+        split_key_value(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+    return text
+
+
 def experiment_parser(description: str | None) -> argparse.ArgumentParser:
     """The common command line: ``--full`` (the paper's scale), ``--seeds``, ``--out``, ``--threads``.
 
@@ -49,9 +127,10 @@ def experiment_parser(description: str | None) -> argparse.ArgumentParser:
     """
     parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--full", action="store_true", help="run at the paper's scale (hours) instead of the quick default")
-    parser.add_argument("--seeds", type=int, default=None, help="number of independent runs (default: the experiment's)")
+    parser.add_argument("--seeds", type=positive_int, default=None,
+                        help="number of independent runs (default: the experiment's)")
     parser.add_argument("--out", type=Path, default=default_out(), help="folder of the JSON and PNG results (%(default)s)")
-    parser.add_argument("--threads", type=int, default=1, help="torch threads")
+    parser.add_argument("--threads", type=positive_int, default=1, help="torch threads")
     return parser
 
 

@@ -32,6 +32,7 @@ from sb3_dirpg.experiments.common import (
     experiment_parser,
     mean_and_spread,
     plot_band,
+    positive_int,
     save_results,
     scaled_settings,
     setup_run,
@@ -136,12 +137,13 @@ def build_parser() -> argparse.ArgumentParser:
     """:return: the command line of this experiment"""
     parser = experiment_parser(__doc__)
     parser.add_argument("--env-id", dest="env_id", default=None, help="MiniGrid MultiRoom id")
-    parser.add_argument("--interactions", type=int, default=None, help="training interactions per seed")
-    parser.add_argument("--checkpoints", type=int, default=None, help="measurements after training starts (plus one at 0)")
-    parser.add_argument("--maps", type=int, default=None, help="maps searched per measurement")
-    parser.add_argument("--horizon", type=int, default=None, help="trajectory length")
-    parser.add_argument("--search-budget", dest="search_budget", type=int, default=None, help="a_dir budget per map")
-    parser.add_argument("--batch-episodes", dest="batch_episodes", type=int, default=None, help="maps per update")
+    parser.add_argument("--interactions", type=positive_int, default=None, help="training interactions per seed")
+    parser.add_argument("--checkpoints", type=positive_int, default=None,
+                        help="measurements after training starts (plus one at 0)")
+    parser.add_argument("--maps", type=positive_int, default=None, help="maps searched per measurement")
+    parser.add_argument("--horizon", type=positive_int, default=None, help="trajectory length")
+    parser.add_argument("--search-budget", dest="search_budget", type=positive_int, default=None, help="a_dir budget per map")
+    parser.add_argument("--batch-episodes", dest="batch_episodes", type=positive_int, default=None, help="maps per update")
     parser.add_argument("--alpha", type=float, default=0.3, help="α of the weighted-A* priority")
     parser.add_argument("--small-epsilon", dest="small_epsilon", type=float, default=0.1, help="ε of the third measurement")
     return parser

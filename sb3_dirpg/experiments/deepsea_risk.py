@@ -32,7 +32,7 @@ import torch as th
 
 from sb3_dirpg import DirPG
 from sb3_dirpg.envs.deepsea import DeepSeaRiskEnv
-from sb3_dirpg.experiments.common import experiment_parser, mean_and_spread, plot_band, save_results, setup_run
+from sb3_dirpg.experiments.common import experiment_parser, mean_and_spread, plot_band, positive_int, save_results, setup_run
 from sb3_dirpg.experiments.gaussian_choice import hermite_nodes
 
 NAME = "deepsea_risk"
@@ -237,15 +237,16 @@ def main(argv: Sequence[str] | None = None) -> dict:
     """
     parser = experiment_parser(__doc__)
     parser.add_argument("--epsilons", type=float, nargs="+", default=list(DEFAULT_EPSILONS), help="ε values")
-    parser.add_argument("--episodes", type=int, default=None, help="training episodes per run (default 6000, --full 400000)")
+    parser.add_argument("--episodes", type=positive_int, default=None,
+                        help="training episodes per run (default 6000, --full 400000)")
     parser.add_argument("--lr", type=float, default=None, help="Adam learning rate (default 0.02, --full 1e-3 as the paper)")
-    parser.add_argument("--batch", type=int, default=None, help="episodes per update (default 32, --full 8)")
+    parser.add_argument("--batch", type=positive_int, default=None, help="episodes per update (default 32, --full 8)")
     parser.add_argument("--early-stop", action="store_true", help="stop each search at the first improvement")
-    parser.add_argument("--check-episodes", type=int, default=10_000, help="episodes of the gradient check (0: skip)")
-    parser.add_argument("--budget", type=int, default=100, help="search budget per episode")
-    parser.add_argument("--checkpoints", type=int, default=20, help="evaluation points along training")
+    parser.add_argument("--check-episodes", type=positive_int, default=10_000, help="episodes of the gradient check (0: skip)")
+    parser.add_argument("--budget", type=positive_int, default=100, help="search budget per episode")
+    parser.add_argument("--checkpoints", type=positive_int, default=20, help="evaluation points along training")
     parser.add_argument("--name", default=NAME, help="base name of the JSON and PNG files")
-    parser.add_argument("--flow-steps", type=int, default=2000, help="Adam steps of the exact-gradient reference")
+    parser.add_argument("--flow-steps", type=positive_int, default=2000, help="Adam steps of the exact-gradient reference")
     args = parser.parse_args(argv)
     started = setup_run(args)
     n_seeds = args.seeds or (5 if args.full else 3)

@@ -38,7 +38,7 @@ from typing import Any
 
 import numpy as np
 
-from sb3_dirpg.experiments.common import default_out, write_json
+from sb3_dirpg.experiments.common import default_out, key_value, nonnegative_int, positive_int, write_json
 
 #: the issue's envs and the best published interactions to solve them (env frames, read from curves)
 ANCHORS = {
@@ -367,16 +367,17 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--figure", action="store_true", help="draw and tabulate the runs of OUT/frontier")
     parser.add_argument("--curriculum", nargs="+", default=None, metavar="ENV:INTERACTIONS",
                         help="train through these stages, the last one the target")
-    parser.add_argument("--every", type=int, default=100_000, help="interactions between a curriculum's evaluations")
+    parser.add_argument("--every", type=positive_int, default=100_000, help="interactions between a curriculum's evaluations")
     parser.add_argument("--advance", type=float, default=0.9, help="a curriculum stage's success that ends it early")
     parser.add_argument("--target-wrappers", action="store_true",
                         help="train and evaluate a curriculum's stages with the target entry's wrappers")
     parser.add_argument("--envs", nargs="+", default=list(TARGETS), help="env ids with a DirPG entry")
-    parser.add_argument("--budgets", nargs="+", type=int, default=list(DEFAULT_BUDGETS))
-    parser.add_argument("--maps", type=int, default=None,
+    parser.add_argument("--budgets", nargs="+", type=positive_int, default=list(DEFAULT_BUDGETS))
+    parser.add_argument("--maps", type=positive_int, default=None,
                         help="maps searched per budget (default 12), or held-out maps of a curriculum (default 200)")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--params", nargs="*", default=[], metavar="KEY:VALUE", help="a variant's changes of the entries")
+    parser.add_argument("--seed", type=nonnegative_int, default=0)
+    parser.add_argument("--params", type=key_value, nargs="*", default=[], metavar="KEY:VALUE",
+                        help="a variant's changes of the entries")
     parser.add_argument("--tag", default="entry", help="names the variant in the results")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)

@@ -25,7 +25,7 @@ from collections.abc import Sequence
 import numpy as np
 from scipy import integrate
 
-from sb3_dirpg.experiments.common import experiment_parser, save_results, setup_run
+from sb3_dirpg.experiments.common import experiment_parser, positive_int, save_results, setup_run
 
 NAME = "gaussian_choice"
 DEFAULT_EPSILONS = (-3.0, -1.0, -0.3, 0.3, 1.0, 3.0)
@@ -105,7 +105,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
     """
     parser = experiment_parser(__doc__)
     parser.add_argument("--epsilons", type=float, nargs="+", default=list(DEFAULT_EPSILONS), help="ε values to plot")
-    parser.add_argument("--grid", type=int, default=None, help="points in p (default 201, --full 2001)")
+    parser.add_argument("--grid", type=positive_int, default=None, help="points in p (default 201, --full 2001)")
     args = parser.parse_args(argv)
     started = setup_run(args)
     n_grid = args.grid or (2001 if args.full else 201)

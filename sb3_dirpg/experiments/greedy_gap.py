@@ -32,7 +32,7 @@ from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.logger import KVWriter, Logger
 
 from sb3_dirpg.envs.minigrid.fast_obs import front_cell
-from sb3_dirpg.experiments.common import default_out, write_json
+from sb3_dirpg.experiments.common import default_out, key_value, nonnegative_int, positive_int, write_json
 from sb3_dirpg.experiments.held_out import EVAL_SEED, build_env, evaluate_held_out, is_success, predict_action
 
 DIAGNOSTICS = {
@@ -245,16 +245,21 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     :return: the results"""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--env", default="MiniGrid-DoorKey-5x5-v0")
-    parser.add_argument("--params", nargs="*", default=[], metavar="KEY:VALUE", help="the variant's changes of the entry")
+    parser.add_argument("--params", type=key_value, nargs="*", default=[], metavar="KEY:VALUE",
+                        help="the variant's changes of the entry")
     parser.add_argument("--tag", default="shipped", help="names the variant in the results file")
-    parser.add_argument("--budget", type=int, default=300_000)
-    parser.add_argument("--every", type=int, default=25_000)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--maps", type=int, default=200, help="held-out seeds per evaluation")
+    parser.add_argument("--budget", type=positive_int, default=300_000)
+    parser.add_argument("--every", type=positive_int, default=25_000)
+    parser.add_argument("--seed", type=nonnegative_int, default=0)
+    parser.add_argument("--maps", type=positive_int, default=200, help="held-out seeds per evaluation")
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--save", action="store_true", help="also save the trained model beside the results (.zip)")
     parser.add_argument("--load", type=Path, default=None, help="continue this saved model for --budget more interactions")
     args = parser.parse_args(argv)
+    if not args.env.startswith("MiniGrid-"):
+        parser.error(f"--env {args.env}: the greedy gap is measured on MiniGrid ids (it reads the agent's state)")
+    if args.load is not None and not (args.load.is_file() or args.load.with_suffix(".zip").is_file()):
+        parser.error(f"--load {args.load}: no such saved model")
     out = (args.out or default_out()) / "greedy_gap"
     out.mkdir(parents=True, exist_ok=True)
     path = out / f"{args.env.removeprefix('MiniGrid-').removesuffix('-v0')}-{args.tag}-s{args.seed}.json"

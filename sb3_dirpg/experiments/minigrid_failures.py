@@ -29,6 +29,7 @@ import torch as th
 from stable_baselines3.common.base_class import BaseAlgorithm
 
 from sb3_dirpg.envs.minigrid import MiniGridBound
+from sb3_dirpg.experiments.common import key_value, nonnegative_int, positive_int
 from sb3_dirpg.experiments.greedy_gap import describe_greedy_failures
 from sb3_dirpg.experiments.held_out import build_env, is_success, predict_action
 
@@ -132,14 +133,16 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("model", type=Path, help="a saved model (a table cell's model.zip)")
     parser.add_argument("--env", required=True, help="the env id the model was trained on")
     parser.add_argument("--method", default="dirpg", help="the table's method that trained it (its entry's wrappers)")
-    parser.add_argument("--seeds", type=int, nargs=2, default=(10_000, 200), metavar=("FIRST", "COUNT"))
-    parser.add_argument("--edges", type=int, nargs="+", default=list(DEFAULT_EDGES), help="lower edges of the groups")
+    parser.add_argument("--seeds", type=nonnegative_int, nargs=2, default=(10_000, 200), metavar=("FIRST", "COUNT"))
+    parser.add_argument("--edges", type=positive_int, nargs="+", default=list(DEFAULT_EDGES), help="lower edges of the groups")
     parser.add_argument("--greedy", action="store_true", help="greedy actions (default: sampled, as the table)")
     parser.add_argument("--loops", action="store_true",
                         help="describe the greedy failures instead: where their cycles close, and their actions")
-    parser.add_argument("--params", nargs="+", default=[], metavar="KEY:VALUE",
+    parser.add_argument("--params", type=key_value, nargs="+", default=[], metavar="KEY:VALUE",
                         help="the variant's changes, as the table's --params gave them (an env_wrapper changes the env)")
     args = parser.parse_args(argv)
+    if not (args.model.is_file() or args.model.with_suffix(".zip").is_file()):
+        parser.error(f"model {args.model}: no such saved model")
     try:
         env_kwargs, env_wrapper = evaluation_env(args.env, args.method, args.params)
     except ValueError as error:

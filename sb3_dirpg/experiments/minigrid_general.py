@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 import yaml
 
-from sb3_dirpg.experiments.common import default_out, refresh_block, write_json
+from sb3_dirpg.experiments.common import default_out, nonnegative_int, positive_int, refresh_block, write_json
 
 #: MiniGrid envs outside the MiniGrid table and the frontier, one or two per family
 ENVS = (
@@ -230,9 +230,9 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--envs", nargs="+", default=None,
                         help="MiniGrid ids (default: the module's ENVS; with --report, every env with a cell)")
     parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS)
-    parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
-    parser.add_argument("--budget", type=int, default=BUDGET, help="interactions per cell (%(default)s)")
-    parser.add_argument("--procs", type=int, default=2, help="cells trained at once, one core each")
+    parser.add_argument("--seeds", nargs="+", type=nonnegative_int, default=[0, 1, 2])
+    parser.add_argument("--budget", type=positive_int, default=BUDGET, help="interactions per cell (%(default)s)")
+    parser.add_argument("--procs", type=positive_int, default=2, help="cells trained at once, one core each")
     parser.add_argument("--report", action="store_true", help="only write the report of the cells run so far")
     parser.add_argument("--out", type=Path, default=default_out(), help="results folder (%(default)s)")
     args = parser.parse_args(argv)

@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 import torch as th
 
-from sb3_dirpg.experiments.common import default_out, mean_and_spread, plot_band, write_json
+from sb3_dirpg.experiments.common import default_out, mean_and_spread, nonnegative_int, plot_band, positive_int, write_json
 from sb3_dirpg.experiments.multiroom_setup import (
     ALGORITHMS,
     COMMON,
@@ -47,7 +47,6 @@ from sb3_dirpg.experiments.multiroom_setup import (
     MAX_STEPS,
     EpisodeRecorder,
     Method,
-    count,
     greedy_actions,
     greedy_eval,
     make_env,
@@ -293,13 +292,14 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--methods", nargs="+", default=None, choices=sorted(METHODS),
                         help=f"default: {' '.join(DEFAULT_METHODS)}")  # fmt: skip
-    parser.add_argument("--seeds", type=int, nargs="+", help="run seeds (default: 0 1 2)")
-    parser.add_argument("--interactions", type=count, default=None, help="interactions per run (default: 3e6)")
-    parser.add_argument("--eval-every", dest="eval_every", type=count, default=None,
+    parser.add_argument("--seeds", type=nonnegative_int, nargs="+", help="run seeds (default: 0 1 2)")
+    parser.add_argument("--interactions", type=positive_int, default=None, help="interactions per run (default: 3e6)")
+    parser.add_argument("--eval-every", dest="eval_every", type=positive_int, default=None,
                         help="interactions between evaluations (default: 1e5)")  # fmt: skip
-    parser.add_argument("--eval-maps", dest="eval_maps", type=int, default=None,
+    parser.add_argument("--eval-maps", dest="eval_maps", type=positive_int, default=None,
                         help="held-out maps of the greedy evaluation (default: 200, at most 200)")  # fmt: skip
-    parser.add_argument("--procs", type=int, default=None, help="runs in parallel, one process and one torch thread each "
+    parser.add_argument("--procs", type=positive_int, default=None,
+                        help="runs in parallel, one process and one torch thread each "
                         "(default: 2)")  # fmt: skip
     parser.add_argument("--runs-dir", dest="runs_dir", type=Path, default=None, help="default: runs/multiroom")
     parser.add_argument("--resume", action="store_true", help="carry on from the runs' checkpoints")

@@ -38,12 +38,20 @@ from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.vec_env import DummyVecEnv
 
 from sb3_dirpg import DirPG
-from sb3_dirpg.experiments.common import default_out, mean_and_spread, plot_band, save_results, scaled_settings, setup_run
+from sb3_dirpg.experiments.common import (
+    default_out,
+    mean_and_spread,
+    nonnegative_int,
+    plot_band,
+    positive_int,
+    save_results,
+    scaled_settings,
+    setup_run,
+)
 from sb3_dirpg.experiments.multiroom_setup import (
     HELD_OUT_SEED,
     EpisodeRecorder,
     Method,
-    count,
     greedy_actions,
     greedy_eval,
     make_env,
@@ -320,24 +328,26 @@ def plot_figure(
 def build_parser() -> argparse.ArgumentParser:
     """:return: the command line of the figure"""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--seeds", type=int, nargs="+", help="run seeds (default: 0 1; 0-4 with --full)")
-    parser.add_argument("--interactions", type=count, default=None, help="interactions per run (default: 60k)")
-    parser.add_argument("--eval-maps", dest="eval_maps", type=int, default=None,
+    parser.add_argument("--seeds", type=nonnegative_int, nargs="+", help="run seeds (default: 0 1; 0-4 with --full)")
+    parser.add_argument("--interactions", type=positive_int, default=None, help="interactions per run (default: 60k)")
+    parser.add_argument("--eval-maps", dest="eval_maps", type=positive_int, default=None,
                         help="held-out maps of the greedy evaluation (default: 50)")  # fmt: skip
     parser.add_argument("--out", type=Path, default=default_out(),
                         help="folder of minigrid.json and .png (default: %(default)s)")  # fmt: skip
     parser.add_argument("--full", action="store_true", help="run at the paper's scale (hours) instead of the quick default")
-    parser.add_argument("--threads", type=int, default=None, help="torch threads (default: 1)")
+    parser.add_argument("--threads", type=positive_int, default=None, help="torch threads (default: 1)")
     parser.add_argument("--env-id", dest="env_id", default=None, help="MiniGrid MultiRoom id")
-    parser.add_argument("--horizon", type=int, default=None, help="trajectory length (max_episode_steps)")
-    parser.add_argument("--search-budget", dest="search_budget", type=int, default=None, help="DirPG a_dir budget per map")
-    parser.add_argument("--n-rollouts", dest="n_rollouts", type=int, default=None, help="baseline rollouts per map")
-    parser.add_argument("--batch-episodes", dest="batch_episodes", type=int, default=None, help="maps per update")
-    parser.add_argument("--hist-maps", dest="hist_maps", type=int, default=None, help="maps of the quality/quantity search")
+    parser.add_argument("--horizon", type=positive_int, default=None, help="trajectory length (max_episode_steps)")
+    parser.add_argument("--search-budget", dest="search_budget", type=positive_int, default=None,
+                        help="DirPG a_dir budget per map")
+    parser.add_argument("--n-rollouts", dest="n_rollouts", type=positive_int, default=None, help="baseline rollouts per map")
+    parser.add_argument("--batch-episodes", dest="batch_episodes", type=positive_int, default=None, help="maps per update")
+    parser.add_argument("--hist-maps", dest="hist_maps", type=positive_int, default=None,
+                        help="maps of the quality/quantity search")
     parser.add_argument("--hist-env", dest="hist_env", default=None, help="MiniGrid id of the quality/quantity maps")
-    parser.add_argument("--hist-horizon", dest="hist_horizon", type=int, default=None, help="its trajectory length")
-    parser.add_argument("--hist-budget", dest="hist_budget", type=int, default=None, help="its a_dir budget per map")
-    parser.add_argument("--bins", type=int, default=None, help="points of the curves")
+    parser.add_argument("--hist-horizon", dest="hist_horizon", type=positive_int, default=None, help="its trajectory length")
+    parser.add_argument("--hist-budget", dest="hist_budget", type=positive_int, default=None, help="its a_dir budget per map")
+    parser.add_argument("--bins", type=positive_int, default=None, help="points of the curves")
     parser.add_argument("--alphas", type=float, nargs="+", default=None,
                         help=f"DirPG α values (default: {' '.join(f'{a:g}' for a in FIGURE_ALPHAS)})")  # fmt: skip
     parser.add_argument("--d-alpha", dest="d_alpha", type=float, default=None, help="α of the D(a_dir)/D(a_opt) panel (0.3)")

@@ -157,10 +157,3 @@ class EpisodeRecorder(BaseCallback):
                 log["d_opt"].append(float(ep.d_opt))
                 log["d_dir"].append(float(ep.d_dir))
                 log["improved"].append(float(ep.improved))
-
-
-def count(text: str) -> int:
-    """:param text: a number of interactions, such as ``3000`` or ``3e6``
-    :return: it as an int"""
-    return int(float(text))
-

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from sb3_dirpg.experiments.common import default_out
+from sb3_dirpg.experiments.common import default_out, positive_int
 from sb3_dirpg.experiments.multiroom import greedy_interactions_to
 
 ARMS = ("sweep-gumbel", "sweep-a0", "sweep-a0.1", "sweep-a0.2", "sweep-a0.3", "sweep-a1")
@@ -281,7 +281,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--out", type=Path, default=default_out(), help="folder of the results (default: %(default)s)")
     parser.add_argument("--frozen", default="sweep-a0.3:0", help="METHOD:SEED whose 1.2M model the frozen search uses, "
                         "or 'none' (default: %(default)s)")  # fmt: skip
-    parser.add_argument("--frozen-maps", dest="frozen_maps", type=int, default=50, help="maps per priority (default: 50)")
+    parser.add_argument("--frozen-maps", dest="frozen_maps", type=positive_int, default=50,
+                        help="maps per priority (default: 50)")
     args = parser.parse_args(argv)
     if args.frozen_maps < 2:
         parser.error(f"--frozen-maps must be at least 2, got {args.frozen_maps}")

@@ -14,6 +14,7 @@ import torch as th
 from stable_baselines3.common.evaluation import evaluate_policy
 
 from sb3_dirpg import DirPG
+from sb3_dirpg.experiments.common import nonnegative_int, positive_int
 
 
 def main(argv: list[str] | None = None) -> float:
@@ -23,8 +24,8 @@ def main(argv: list[str] | None = None) -> float:
     :return: the mean greedy return after training
     """
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--timesteps", type=int, default=300_000, help="environment interactions (search included)")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--timesteps", type=positive_int, default=300_000, help="environment interactions (search included)")
+    parser.add_argument("--seed", type=nonnegative_int, default=0)
     args = parser.parse_args(argv)
     th.set_num_threads(1)  # many small forwards interleaved with simulator steps: one thread is fastest
 

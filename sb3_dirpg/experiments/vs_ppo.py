@@ -43,6 +43,7 @@ from sb3_dirpg.experiments.common import (
     experiment_parser,
     mean_and_spread,
     plot_band,
+    positive_int,
     save_results,
     scaled_settings,
     setup_run,
@@ -170,9 +171,10 @@ def build_parser() -> argparse.ArgumentParser:
     """:return: the command line of this experiment"""
     parser = experiment_parser(__doc__)
     parser.add_argument("--envs", nargs="+", default=list(ENVS), help="env ids")
-    parser.add_argument("--interactions", type=int, default=None, help="training interactions per run")
-    parser.add_argument("--eval-every", dest="eval_every", type=int, default=None, help="interactions between evaluations")
-    parser.add_argument("--eval-maps", dest="eval_maps", type=int, default=None, help="held-out maps per evaluation")
+    parser.add_argument("--interactions", type=positive_int, default=None, help="training interactions per run")
+    parser.add_argument("--eval-every", dest="eval_every", type=positive_int, default=None,
+                        help="interactions between evaluations")
+    parser.add_argument("--eval-maps", dest="eval_maps", type=positive_int, default=None, help="held-out maps per evaluation")
     parser.add_argument("--target", type=float, default=0.9, help="success rate to reach")
     parser.add_argument("--alpha", type=float, default=0.3, help="DirPG's α")
     return parser

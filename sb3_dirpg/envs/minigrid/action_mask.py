@@ -207,6 +207,14 @@ class MiniGridNoOpMask(gym.Wrapper, gym.utils.RecordConstructorArgs):
             raise ValueError(f"MiniGridNoOpMask needs a MiniGrid env, got {base!r}")
         if not isinstance(env.action_space, gym.spaces.Discrete) or env.action_space.n != N_MINIGRID_ACTIONS:
             raise ValueError(f"MiniGridNoOpMask needs MiniGrid's {N_MINIGRID_ACTIONS} actions, got {env.action_space}")
+        inner = env
+        while isinstance(inner, gym.Wrapper):
+            if isinstance(inner, MiniGridNoOpMask):
+                raise ValueError(
+                    "MiniGridNoOpMask: the env already has a MiniGridNoOpMask layer, and only the outer layer's masks would "
+                    "act: give all the rules to one layer, e.g. MiniGridNoOpMask(env, no_undo=True, no_revisit=True)"
+                )
+            inner = inner.env
         flags = {
             "keep_done": keep_done, "no_undo": no_undo, "no_revisit": no_revisit, "keep_doors_open": keep_doors_open,
             "no_repick": no_repick, "keep_key": keep_key,

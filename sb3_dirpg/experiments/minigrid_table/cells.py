@@ -11,6 +11,8 @@ from typing import Any
 
 import yaml
 
+from sb3_dirpg.experiments.common import parse_params
+
 ENVS = (
     "MiniGrid-Empty-Random-5x5-v0",
     "MiniGrid-DoorKey-5x5-v0",
@@ -207,13 +209,6 @@ def masks_actions(env_wrapper: Any) -> bool:
 
     paths = [wrapper if isinstance(wrapper, str) else next(iter(wrapper)) for wrapper in as_list(env_wrapper)]
     return any(callable(getattr(import_object(path), "action_masks", None)) for path in paths)
-
-
-def parse_params(params: Sequence[str]) -> dict[str, Any]:
-    """:param params: ``key:value`` strings, the value a Python expression (rl-zoo3's ``-params`` syntax)
-    :return: the values"""
-    return {param.split(":", 1)[0]: eval(param.split(":", 1)[1]) for param in params}  # noqa: S307 (rl-zoo3 does the same)
-
 
 
 def record_end(record: dict[str, Any]) -> int:

@@ -9,7 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from sb3_dirpg.experiments.common import default_out, refresh_block, write_json
+from sb3_dirpg.experiments.common import default_out, key_value, nonnegative_int, positive_int, refresh_block, write_json
 from sb3_dirpg.experiments.minigrid_table.cells import (
     ENVS,
     METHODS,
@@ -36,9 +36,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--methods", nargs="+", default=None,
                         help=f"of {', '.join(METHODS)} (default: {' '.join(TRAINED)}; with --report, every method and "
                         "variant that has a cell); with --report, method@tag names a variant")
-    parser.add_argument("--seeds", nargs="+", type=int, default=None, help="training seeds (default: 0 1 2)")
-    parser.add_argument("--procs", type=int, default=2, help="cells run at once (one core each)")
-    parser.add_argument("--budget", type=int, default=None, help="override every cell's budget (quick checks)")
+    parser.add_argument("--seeds", nargs="+", type=nonnegative_int, default=None, help="training seeds (default: 0 1 2)")
+    parser.add_argument("--procs", type=positive_int, default=2, help="cells run at once (one core each)")
+    parser.add_argument("--budget", type=positive_int, default=None, help="override every cell's budget (quick checks)")
     parser.add_argument("--resume", action="store_true", help="skip finished cells, continue unfinished ones")
     parser.add_argument("--fill", action="store_true",
                         help="train the cells the targets still lack (the report's last column), continuing unfinished "
@@ -47,12 +47,12 @@ def build_parser() -> argparse.ArgumentParser:
                         help="only write the report from the runs made so far (of every cell, unless --envs, --methods "
                         "or --tag name some)")
     parser.add_argument("--tag", default="", help="name of a variant of the methods (with --params, --budget or --threads)")
-    parser.add_argument("--params", nargs="+", default=[], metavar="KEY:VALUE",
+    parser.add_argument("--params", type=key_value, nargs="+", default=[], metavar="KEY:VALUE",
                         help="hyperparameters the variant changes (rl-zoo3's -params syntax; not env_kwargs)")
-    parser.add_argument("--threads", type=int, default=1,
+    parser.add_argument("--threads", type=positive_int, default=1,
                         help="torch threads of each cell (rl-zoo3's --num-threads; the table's cells use 1, so more "
                         "goes with --tag)")
-    parser.add_argument("--probe", type=int, default=0, metavar="MAPS",
+    parser.add_argument("--probe", type=nonnegative_int, default=0, metavar="MAPS",
                         help="only measure what the bound does for the search of an untrained policy, on MAPS maps")
     parser.add_argument("--runs", type=Path, default=None, help="folder of the cells (default: OUT/minigrid_table_runs)")
     parser.add_argument("--out", type=Path, default=None, help="results folder (default: docs/results in a checkout)")

@@ -1,0 +1,72 @@
+"""The third misuse trial (issue 81): what was accepted and then silently did nothing, or something else. Each case is
+now refused before any work, or warned about once, with the argument or the env named and what to do instead.
+
+The command lines' checks are in ``tests/test_experiments_minigrid.py``; the refused second ``MiniGridNoOpMask`` layer is
+in ``tests/test_noop_mask.py``.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch as th
+from stable_baselines3.common.evaluation import evaluate_policy as sb3_evaluate_policy
+
+from sb3_dirpg import DirPG
+from sb3_dirpg.common.evaluation import evaluate_policy
+from tests.helpers import MaskableChainEnv, chain
+
+SETTINGS = dict(search_budget=24, batch_episodes=4, policy_kwargs=dict(net_arch=[8]), seed=0, learning_rate=1e-2)
+
+
+def _prefers_the_masked_action() -> DirPG:
+    """:return: a DirPG model on a chain whose action 2 is illegal at even steps (the env raises when it is played),
+    with a policy that ranks action 2 first everywhere"""
+    model = DirPG("MlpPolicy", gym.wrappers.TimeLimit(MaskableChainEnv(), 4), **SETTINGS)
+    with th.no_grad():
+        model.policy.action_net.weight.zero_()
+        model.policy.action_net.bias.copy_(th.tensor([0.0, 1.0, 10.0]))
+    return model
+
+
+def test_the_evaluation_helper_passes_the_masks_where_sb3s_plays_a_masked_action() -> None:
+    """SB3's ``evaluate_policy`` plays the policy's favourite action, illegal at step 0 (the env raises); the helper
+    plays the best legal action: action 2 at the 2 odd steps, 1 elsewhere, so every episode earns exactly 2."""
+    model = _prefers_the_masked_action()
+    env = model.get_env()
+    with pytest.raises(AssertionError, match="illegal action 2 at step 0"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            sb3_evaluate_policy(model, env, n_eval_episodes=2, deterministic=True)
+    rewards, lengths = evaluate_policy(model, env, n_eval_episodes=5, deterministic=True, return_episode_rewards=True)
+    assert rewards == [2.0] * 5 and lengths == [4] * 5
+    sampled, _ = evaluate_policy(model, env, n_eval_episodes=20, deterministic=False, return_episode_rewards=True)
+    assert max(sampled) <= 2.0  # no illegal action raised, however the actions fell
+
+
+def test_the_evaluation_helper_takes_an_env_without_masks() -> None:
+    """Where the env has no masks, the helper is SB3's evaluation (the same rewards, episode by episode)."""
+    model = DirPG("MlpPolicy", chain(4), **SETTINGS)
+    env = model.get_env()
+    ours = evaluate_policy(model, env, n_eval_episodes=6, deterministic=True, return_episode_rewards=True, warn=False)
+    theirs = sb3_evaluate_policy(model, env, n_eval_episodes=6, deterministic=True, return_episode_rewards=True, warn=False)
+    assert ours == theirs
+
+
+def test_predict_without_masks_on_a_masked_env_warns_once() -> None:
+    """``predict`` on a model whose env masks actions, without ``action_masks``, warns once, naming the helper; with the
+    masks, or on an env without masks, it says nothing."""
+    model = _prefers_the_masked_action()
+    obs = model.get_env().reset()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        legal = model.predict(obs, deterministic=True, action_masks=np.array([[True, True, False]]))[0]
+        assert legal.tolist() == [1]
+        DirPG("MlpPolicy", chain(4), **SETTINGS).predict(np.zeros((1, 5), np.float32))
+    with pytest.warns(UserWarning, match="the env masks actions, but no action_masks were given.*evaluate_policy") as caught:
+        assert model.predict(obs, deterministic=True)[0].tolist() == [2]
+        model.predict(obs, deterministic=True)
+    assert len([w for w in caught if "action_masks" in str(w.message)]) == 1
