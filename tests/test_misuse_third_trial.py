@@ -70,3 +70,77 @@ def test_predict_without_masks_on_a_masked_env_warns_once() -> None:
         assert model.predict(obs, deterministic=True)[0].tolist() == [2]
         model.predict(obs, deterministic=True)
     assert len([w for w in caught if "action_masks" in str(w.message)]) == 1
+
+
+def _improved_episodes(**settings: object) -> int:
+    """:return: of 16 CartPole episodes searched with ε = -1, A*, a finite bound and budget 100, how many improved"""
+    from stable_baselines3.common.callbacks import BaseCallback
+
+    class Improved(BaseCallback):
+        def __init__(self) -> None:
+            super().__init__()
+            self.improved: list[bool] = []
+
+        def _on_step(self) -> bool:
+            return True
+
+        def _on_rollout_end(self) -> None:
+            self.improved += [episode.improved for episode in self.locals["search"]]
+
+    model = DirPG("MlpPolicy", "CartPole-v1", epsilon=-1.0, search_budget=100, early_stop=False, batch_episodes=16, seed=0,
+                  alpha=0.5, heuristic=lambda env: (0.0, 500.0), **settings)  # fmt: skip
+    counter = Improved()
+    model.learn(1, callback=counter)
+    assert len(counter.improved) == 16
+    return sum(counter.improved)
+
+
+def test_risk_averse_astar_warns_once_that_it_searches_breadth_first_and_depth_first_repairs_it() -> None:
+    """With ε < 0, each step's reward lowers the A* priority of the path it extends, so a budget of 100 completes no
+    trajectory after ``a_opt`` on CartPole: no episode improves (issue 81 measured 0 of 16). DirPG warns once, at
+    construction, naming ``depth_first=True``, which improves on most episodes, as the Gumbel priority does."""
+    with pytest.warns(UserWarning, match="searches breadth first.*depth_first=True") as caught:
+        assert _improved_episodes(priority="astar") == 0
+    assert len([w for w in caught if "breadth first" in str(w.message)]) == 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert _improved_episodes(priority="astar", depth_first=True) >= 8
+        assert _improved_episodes(priority="gumbel") >= 6
+
+
+@pytest.mark.parametrize(
+    ("settings", "says"),
+    [
+        (dict(refine_success=True), "refine_success=True changes only what stop_on_success=True does"),
+        (dict(refine_from=0.9), "refine_from=0.9 changes only what stop_on_success=True does"),
+        (dict(stop_on_success=True, refine_settings=dict(gamma=0.9)), "refine_from is None"),
+        (dict(stop_on_success=True, refine_budget=10), "refining is off"),
+        (dict(stop_on_success=True, refine_success=True, refine_budget=500, search_budget=40), "above search_budget=40"),
+    ],
+)
+def test_refining_settings_that_cannot_act_are_refused_at_construction_assignment_and_load(
+    settings: dict, says: str, tmp_path: object
+) -> None:
+    """Each refining setting that was accepted and then did nothing (issue 81: ``refine_budget`` 500 silently clamped
+    to a search budget of 40, ``refine_settings`` dropped without ``refine_from``, ``refine_success`` without
+    ``stop_on_success`` searching as without it) is refused the same way wherever it is given: to the constructor,
+    by assignment (before the next search) or to ``load``."""
+    with pytest.raises(ValueError, match=says):
+        DirPG("MlpPolicy", chain(4), **{**SETTINGS, **settings})
+    model = DirPG("MlpPolicy", chain(4), **SETTINGS)
+    for name, value in settings.items():
+        setattr(model, name, value)
+    with pytest.raises(ValueError, match=says):
+        model.learn(8)
+    DirPG("MlpPolicy", chain(4), **SETTINGS).save(f"{tmp_path}/model")
+    with pytest.raises(ValueError, match=says):
+        DirPG.load(f"{tmp_path}/model", env=chain(4), **settings)
+
+
+def test_refining_settings_that_act_are_taken() -> None:
+    """The combinations that do act stay accepted: a refine budget within the search budget, and refine settings that
+    ``refine_from`` switches on."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        DirPG("MlpPolicy", chain(4), **{**SETTINGS, "stop_on_success": True, "refine_success": True, "refine_budget": 24})
+        DirPG("MlpPolicy", chain(4), **SETTINGS, stop_on_success=True, refine_from=0.9, refine_settings=dict(gamma=0.9))

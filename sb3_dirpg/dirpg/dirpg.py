@@ -18,7 +18,7 @@ from sb3_dirpg.dirpg.settings import (
     SETTING_CHECKS,
     check_astar_heuristic,
     check_greedy_coef,
-    check_refine_from,
+    check_refining,
     check_seeds,
     refine_settings_check,
 )
@@ -26,6 +26,7 @@ from sb3_dirpg.dirpg.solve import Solution, best_solutions, greedy_trajectories
 from sb3_dirpg.dirpg.update import SearchShare, UpdateSteps, concat_steps, greedy_contrast_steps
 from sb3_dirpg.dirpg.workers import SearchPool, check_worker_payload, make_search_pool
 from sb3_dirpg.search import EpisodeSearch, SearchConfig, SearchResult, TopDownSearch
+from sb3_dirpg.search.config import breadth_first_astar
 from sb3_dirpg.search.protocols import Heuristic
 from sb3_dirpg.simulator import strip_monitor
 from sb3_dirpg.simulator.cloners import env_name
@@ -193,7 +194,7 @@ class DirPG(BatchSearch, SimulatorAlgorithm):
         for name, value in {**numbers_, **flags, "n_workers": n_workers, "parallel_backend": parallel_backend}.items():
             self.check_setting(name, value)
         check_astar_heuristic(priority, alpha, heuristic)
-        check_refine_from(refine_from, stop_on_success)
+        check_refining(stop_on_success, refine_success, refine_budget, refine_from, refine_settings, search_budget)
         check_greedy_coef(greedy_coef, n_workers)
         if priority == "astar" and heuristic is not None and alpha == 0:
             warnings.warn(
@@ -246,6 +247,7 @@ class DirPG(BatchSearch, SimulatorAlgorithm):
         )
         if self.n_workers > 0 and self.env is not None:
             check_worker_payload(strip_monitor(self.env.unwrapped.envs[0]), self.heuristic, self.n_workers)
+        self._warn_breadth_first()
 
     def __setattr__(self, name: str, value: Any) -> None:
         """Check a setting as the constructor does (see :meth:`SimulatorAlgorithm.__setattr__`); a change of
@@ -264,8 +266,17 @@ class DirPG(BatchSearch, SimulatorAlgorithm):
         """Check the settings that depend on each other, as the constructor does (attribute assignment checks each
         setting alone, in any order; this runs before every search and after ``load``)."""
         check_astar_heuristic(self.priority, self.alpha, self.heuristic)
-        check_refine_from(self.refine_from, self.stop_on_success)
+        self._warn_breadth_first()
+        check_refining(self.stop_on_success, self.refine_success, self.refine_budget, self.refine_from,
+                       self.refine_settings, self.search_budget)  # fmt: skip
         check_greedy_coef(self.greedy_coef, self.n_workers)
+
+    def _warn_breadth_first(self) -> None:
+        """Warn, once per combination of settings, where the A* priority with ε < 0 would search breadth first."""
+        problem = breadth_first_astar(self.priority, self.epsilon, self.depth_first)
+        if problem is not None and getattr(self, "_warned_breadth_first", None) != problem:
+            self._warned_breadth_first = problem  # not before every search
+            warnings.warn(f"DirPG: {problem}", UserWarning, stacklevel=3)
 
     def _simulators_rebuilt(self) -> None:
         """A setting the simulators are built with changed: the search workers start again with it, and the batches
@@ -624,4 +635,4 @@ class DirPG(BatchSearch, SimulatorAlgorithm):
             pool.close(wait=wait)
 
     def _excluded_save_params(self) -> list[str]:
-        return [*super()._excluded_save_params(), "_worker_pool", "searched_batch"]
+        return [*super()._excluded_save_params(), "_worker_pool", "searched_batch", "_warned_breadth_first"]

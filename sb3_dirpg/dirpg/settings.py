@@ -14,7 +14,7 @@ from sb3_dirpg.search.config import check_flag
 from sb3_dirpg.search.protocols import Heuristic
 
 __all__ = [
-    "FLAGS", "SETTING_CHECKS", "check_astar_heuristic", "check_greedy_coef", "check_refine_from", "check_seeds",
+    "FLAGS", "SETTING_CHECKS", "check_astar_heuristic", "check_greedy_coef", "check_refining", "check_seeds",
     "refine_settings_check",
 ]  # fmt: skip
 
@@ -63,14 +63,46 @@ def check_greedy_coef(greedy_coef: float, n_workers: int) -> None:
         )
 
 
-def check_refine_from(refine_from: float | None, stop_on_success: bool) -> None:
-    """:param refine_from: the ``refine_from`` setting
+def check_refining(
+    stop_on_success: bool,
+    refine_success: bool,
+    refine_budget: int | None,
+    refine_from: float | None,
+    refine_settings: dict[str, Any] | None,
+    search_budget: int,
+) -> None:
+    """Refuse the refining settings that would be accepted and then change nothing.
+
     :param stop_on_success: the ``stop_on_success`` setting
-    :raises ValueError: when ``refine_from`` would turn on a ``refine_success`` that changes nothing"""
-    if refine_from is not None and not stop_on_success:
+    :param refine_success: the ``refine_success`` setting
+    :param refine_budget: the ``refine_budget`` setting
+    :param refine_from: the ``refine_from`` setting
+    :param refine_settings: the ``refine_settings`` setting
+    :param search_budget: the ``search_budget`` setting
+    :raises ValueError: for ``refine_success`` or ``refine_from`` without ``stop_on_success`` (refining changes only
+        what a success that ends the search does), ``refine_settings`` without ``refine_from`` (nothing switches them
+        on), ``refine_budget`` without refining, or above ``search_budget`` (a refinement never searches more than
+        the search budget)"""
+    for name, value in (("refine_from", refine_from), ("refine_success", refine_success or None)):
+        if value is not None and not stop_on_success:
+            raise ValueError(
+                f"DirPG: {name}={value} changes only what stop_on_success=True does (a success ends the search): pass "
+                f"stop_on_success=True, or {name}={None if name == 'refine_from' else False}"
+            )
+    if refine_settings is not None and refine_from is None:
         raise ValueError(
-            f"DirPG: refine_from={refine_from} turns refine_success on, which changes only what stop_on_success=True "
-            "does: pass stop_on_success=True, or refine_from=None"
+            f"DirPG: refine_settings={refine_settings} take effect when refine_from switches refining on, and "
+            "refine_from is None: pass refine_from (a success rate), or refine_settings=None"
+        )
+    if refine_budget is not None and not refine_success and refine_from is None:
+        raise ValueError(
+            f"DirPG: refine_budget={refine_budget} bounds the refining search, and refining is off: pass "
+            "refine_success=True (or refine_from), or refine_budget=None"
+        )
+    if refine_budget is not None and refine_budget > search_budget:
+        raise ValueError(
+            f"DirPG: refine_budget={refine_budget} is above search_budget={search_budget}, and a refining search never "
+            f"searches more than the search budget: pass refine_budget <= {search_budget}, or None"
         )
 
 

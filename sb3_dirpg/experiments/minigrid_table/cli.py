@@ -76,7 +76,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     if bool(args.tag) != bool(args.params) and not (args.tag and (args.budget or args.threads != 1)):
         raise SystemExit("--tag goes with --params, --budget or --threads: a variant has a name and the settings (or "
                          "budget, or thread count) it changes")
-    if args.threads < 1 or (args.threads != 1 and not args.tag):
+    if args.threads != 1 and not args.tag:
         raise SystemExit(f"--threads {args.threads}: the table's cells train with one torch thread; give a count of at "
                          "least 1, and a --tag for a variant with more")
     if any(param.split(":")[0] in ("env_kwargs", "callback") for param in args.params):
