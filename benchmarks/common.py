@@ -1,5 +1,5 @@
 """Shared plumbing of the benchmarks: the folder of the committed results (JSON goes through
-:func:`sb3_dirpg.experiments.common.write_json`)."""
+:func:`experiments.common.write_json`)."""
 
 from __future__ import annotations
 

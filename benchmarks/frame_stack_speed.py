@@ -13,9 +13,9 @@ from typing import Any
 
 import torch as th
 
+from experiments.held_out import build_env
+from experiments.minigrid_table import entry
 from sb3_dirpg import DirPG
-from sb3_dirpg.experiments.held_out import build_env
-from sb3_dirpg.experiments.minigrid_table import entry
 from sb3_dirpg.integrations.zoo import algorithm_kwargs
 
 ENV_ID = "MiniGrid-FourRooms-v0"

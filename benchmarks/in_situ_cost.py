@@ -20,7 +20,7 @@ import numpy as np
 from stable_baselines3.common.callbacks import BaseCallback
 
 from benchmarks.throughput import WORKLOADS, make_dirpg
-from sb3_dirpg.experiments.common import write_json
+from experiments.common import write_json
 
 N_REGIONS = 16  # about the number of episodes still searching per lockstep iteration on MultiRoom-N6 at batch 32
 N_ACTIONS = 7  # MiniGrid's actions

@@ -22,10 +22,10 @@ import torch as th
 
 from benchmarks.common import RESULTS
 from benchmarks.shipped_speed import rate
+from experiments.common import write_json
+from experiments.held_out import build_env
+from experiments.minigrid_table import entry
 from sb3_dirpg import DirPG
-from sb3_dirpg.experiments.common import write_json
-from sb3_dirpg.experiments.held_out import build_env
-from sb3_dirpg.experiments.minigrid_table import entry
 from sb3_dirpg.integrations.zoo import algorithm_kwargs
 
 ENV_ID = "MiniGrid-KeyCorridorS4R3-v0"

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from sb3_dirpg.experiments.common import write_json
+from experiments.common import write_json
 
 # where a tree keeps its throughput workload: the benchmarks folder, or the package in trees from before the move
 WORKLOAD_MODULES = (

@@ -27,11 +27,11 @@ import torch as th
 
 from benchmarks.common import RESULTS
 from benchmarks.shipped_speed import rate
+from experiments.common import write_json
+from experiments.held_out import build_env
+from experiments.minigrid_table import entry
 from sb3_dirpg import DirPG
 from sb3_dirpg.baselines import Reinforce
-from sb3_dirpg.experiments.common import write_json
-from sb3_dirpg.experiments.held_out import build_env
-from sb3_dirpg.experiments.minigrid_table import entry
 from sb3_dirpg.integrations.zoo import algorithm_kwargs
 
 ENVS = ("MiniGrid-DoorKey-5x5-v0", "MiniGrid-KeyCorridorS3R1-v0", "MiniGrid-LockedRoom-v0", "MiniGrid-KeyCorridorS3R3-v0",

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from sb3_dirpg.experiments.common import write_json
+from experiments.common import write_json
 from sb3_dirpg.search import SearchConfig, TopDownSearch, Transitions
 
 N_ACTIONS = 3

@@ -35,11 +35,11 @@ import torch as th
 import yaml
 
 from benchmarks.common import RESULTS
+from experiments.common import write_json
 from sb3_dirpg import DirPG
 from sb3_dirpg.baselines import Reinforce
 from sb3_dirpg.common.batched_policy import BatchedPolicy
 from sb3_dirpg.envs import make_minigrid_env
-from sb3_dirpg.experiments.common import write_json
 from sb3_dirpg.integrations.zoo import HYPERPARAMS_DIR, algorithm_kwargs
 
 ENV_ID = "MiniGrid-MultiRoom-N6-v0"

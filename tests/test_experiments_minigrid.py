@@ -12,8 +12,8 @@ from typing import Any
 import numpy as np
 import pytest
 
+from experiments import control_variate, multiroom_figure, vs_ppo
 from sb3_dirpg import DirPG
-from sb3_dirpg.experiments import control_variate, multiroom_figure, vs_ppo
 
 pytestmark = pytest.mark.integration
 
@@ -85,8 +85,8 @@ def test_greedy_gap_records_the_diagnostics_and_the_greedy_failures(tmp_path, mo
     """``experiments.greedy_gap`` (issue 44): every point has both success modes and the search diagnostics of the maps
     searched since the last one; the greedy failures are described (an untrained greedy policy cycles at once); the
     file is rewritten after each evaluation, so a run cut short keeps its curve."""
-    from sb3_dirpg.experiments import greedy_gap
-    from sb3_dirpg.experiments.minigrid_table import entry as table_entry
+    from experiments import greedy_gap
+    from experiments.minigrid_table import entry as table_entry
 
     written: list[dict] = []
     write_json = greedy_gap.write_json
@@ -118,7 +118,7 @@ def test_greedy_gap_records_the_diagnostics_and_the_greedy_failures(tmp_path, mo
     # --load continues the saved model, with an algorithm setting changed
     more = greedy_gap.main(["--env", "MiniGrid-DoorKey-5x5-v0", "--budget", "3000", "--every", "3000", "--maps", "4",
                             "--tag", "more", "--out", str(tmp_path), "--load", str(saved), "--save",
-                            "--params", "refine_success:False"])  # fmt: skip
+                            "--params", "refine_success:False", "refine_budget:None"])  # fmt: skip
     assert more["points"][0]["interactions"] == points[-1]["interactions"]
     assert more["points"][-1]["interactions"] >= points[-1]["interactions"] + 3000
     assert DirPG.load(tmp_path / "greedy_gap" / "DoorKey-5x5-more-s0.zip").refine_success is False
@@ -127,7 +127,7 @@ def test_greedy_gap_records_the_diagnostics_and_the_greedy_failures(tmp_path, mo
 def test_frontier_probe_spends_each_budget_on_the_same_maps(tmp_path: Path) -> None:
     """``experiments.frontier --probe`` (issue 47) on the registered MultiRoom-N12-S10: each budget's search spends its
     budget plus at most one ``a_opt`` episode per map, and a second variant is added to the same results file."""
-    from sb3_dirpg.experiments import frontier
+    from experiments import frontier
 
     env_id = "MiniGrid-MultiRoom-N12-S10-v0"
     frontier.main(["--probe", "--envs", env_id, "--budgets", "50", "400", "--maps", "2", "--out", str(tmp_path)])
@@ -144,7 +144,7 @@ def test_frontier_probe_spends_each_budget_on_the_same_maps(tmp_path: Path) -> N
 
 def test_frontier_curriculum_trains_on_the_wrappers_it_is_given(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """``--params env_wrapper:...`` builds every training env with those wrappers and every evaluation env without."""
-    from sb3_dirpg.experiments import frontier
+    from experiments import frontier
 
     built, build = [], frontier._entry_env
 
@@ -166,8 +166,8 @@ def test_frontier_target_wrappers_build_the_stages_with_the_targets_masks(tmp_pa
     the same."""
     import gymnasium as gym
 
+    from experiments import frontier
     from sb3_dirpg.envs import MiniGridNoOpMask
-    from sb3_dirpg.experiments import frontier
 
     def has_mask(env: Any) -> bool:
         while isinstance(env, gym.Wrapper):
@@ -203,9 +203,9 @@ def test_frontier_target_wrappers_build_the_stages_with_the_targets_masks(tmp_pa
 def test_frontier_evaluates_the_average_and_the_trained_weights(tmp_path: Path) -> None:
     """With ``ema_decay`` the frontier's points hold the average's success (what ``predict`` plays) and the trained
     weights' (``*_trained``); the greedy one of the trained weights is the trained policy's own."""
+    from experiments import frontier
+    from experiments.held_out import evaluate_held_out
     from sb3_dirpg.dirpg import DirPG
-    from sb3_dirpg.experiments import frontier
-    from sb3_dirpg.experiments.held_out import evaluate_held_out
 
     env_id = "MiniGrid-MultiRoom-N2-S4-v0"
     record = frontier.main(["--curriculum", f"{env_id}:3000", "--every", "3000", "--maps", "4", "--tag", "ema",
@@ -225,7 +225,7 @@ def test_frontier_evaluates_with_the_envs_own_step_limit() -> None:
     entry sets 40 steps, the env has 125), and its training envs take the entry's."""
     import gymnasium as gym
 
-    from sb3_dirpg.experiments import frontier
+    from experiments import frontier
 
     env_id = "MiniGrid-Fetch-5x5-N2-v0"
     own = gym.make(env_id).unwrapped.max_steps
@@ -238,8 +238,8 @@ def test_frontier_evaluates_with_the_envs_own_step_limit() -> None:
 def test_frontier_curriculum_moves_through_its_stages_and_resumes(tmp_path: Path) -> None:
     """``experiments.frontier --curriculum``: the stages run in order on one policy, every point evaluates the target
     (and the stage before the last), and a second call with a longer last stage resumes from the checkpoint."""
-    from sb3_dirpg.experiments import frontier
-    from sb3_dirpg.experiments.minigrid_table import entry
+    from experiments import frontier
+    from experiments.minigrid_table import entry
 
     first, target = "MiniGrid-MultiRoom-N2-S4-v0", "MiniGrid-MultiRoom-N4-S5-v0"
     args = ["--curriculum", f"{first}:6000", f"{target}:6000", "--every", "3000", "--maps", "3", "--tag", "test",
@@ -273,7 +273,7 @@ def test_frontier_figure_draws_the_entrys_runs_in_colour_and_the_others_in_grey(
     in the table, as every run does."""
     import matplotlib.colors as mcolors
 
-    from sb3_dirpg.experiments import frontier
+    from experiments import frontier
 
     def record(target: str, successes: Sequence[float]) -> dict[str, Any]:
         points = [{"interactions": 250_000 * (i + 1), "stage": target, "wall_s": 1.0 + i,
@@ -335,9 +335,45 @@ def test_experiment_command_lines_refuse_numbers_and_settings_they_cannot_use(
     ZeroDivisionError, ``key=value`` IndexError)."""
     import importlib
 
-    main = importlib.import_module(f"sb3_dirpg.experiments.{module}").main
+    main = importlib.import_module(f"experiments.{module}").main
     with pytest.raises(SystemExit) as stopped:
         main([*argv, "--out", str(tmp_path)] if module != "minigrid_failures" else argv)
     assert stopped.value.code == 2
     assert re.search(says, capsys.readouterr().err), says
     assert not any(tmp_path.iterdir())
+
+
+def test_minigrid_general_variants_write_their_own_cells_and_the_report_covers_every_cell(tmp_path: Path) -> None:
+    """``minigrid_general --tag T --params K:V`` trains cells named ``METHOD-T`` with the change in their entry; the
+    report (rebuilt from the records on disk) covers every env, method and variant that has a cell, whatever a run
+    trained."""
+    import yaml
+
+    from experiments import minigrid_general as general
+
+    runs = tmp_path / "minigrid_general"
+    env_id = "MiniGrid-DoorKey-6x6-v0"
+    cmd = general.command(runs, env_id, "dirpg", 0, 1000, "eps1", ["epsilon:1.0"])
+    entry = yaml.safe_load((runs / env_id / "dirpg-eps1-s0" / "hyperparams.yml").read_text())[env_id]
+    assert entry["epsilon"] == 1.0 and entry["n_timesteps"] == 1000
+    assert general.method_entry(env_id, "dirpg", 1000)["epsilon"] == 5.0  # the one setting itself is unchanged
+    assert str(runs / env_id / "dirpg-eps1-s0" / "record.json") in " ".join(cmd)
+
+    def record(env: str, name: str, curve: list[tuple[int, float, float]]) -> None:
+        folder = runs / env / name
+        folder.mkdir(parents=True, exist_ok=True)
+        points = [{"interactions": n, "sampled": {"success": s}, "greedy": {"success": g}, "wall_s": n / 1000}
+                  for n, s, g in curve]  # fmt: skip
+        (folder / "record.json").write_text(json.dumps({"points": points}))
+
+    record(env_id, "dirpg-eps1-s0", [(0, 0.0, 0.0), (500, 0.95, 0.92), (1000, 1.0, 1.0)])
+    record(env_id, "dirpg-s0", [(0, 0.0, 0.0), (500, 0.5, 0.95), (1000, 0.91, 0.97)])
+    record("MiniGrid-LavaGapS6-v0", "ppo-s1", [(0, 0.0, 0.0), (1000, 0.2, 0.1)])
+    assert general.labels_present(runs, [env_id, "MiniGrid-LavaGapS6-v0"]) == ["dirpg", "ppo", "dirpg-eps1"]
+    summary = general.main(["--report", "--out", str(tmp_path), "--envs", env_id])
+    assert set(summary) == {env_id} and set(summary[env_id]) == {"dirpg", "dirpg-eps1"}
+    assert [(s["sampled"], s["greedy"]) for s in summary[env_id]["dirpg"]] == [(1000, 500)]
+    everything = json.loads((tmp_path / "minigrid_general.json").read_text())
+    assert set(everything) == {env_id, "MiniGrid-LavaGapS6-v0"}
+    assert "| DoorKey-6x6-v0 | untuned | dirpg-eps1 | 1 |" in (tmp_path / "minigrid_general.md").read_text()
+    assert "| LavaGapS6-v0 | untuned | ppo | 1 | not reached | not reached |" in (tmp_path / "minigrid_general.md").read_text()

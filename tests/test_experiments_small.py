@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from sb3_dirpg.experiments import bandit, deepsea_risk, gaussian_choice
+from experiments import bandit, deepsea_risk, gaussian_choice
 
 pytestmark = pytest.mark.integration
 

@@ -4,6 +4,7 @@ imports itself back through another (no import circle, ``TYPE_CHECKING`` imports
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import networkx as nx
@@ -13,7 +14,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "sb3_dirpg"
 
 # a module may import from its own room and from rooms of a lower floor, never from a room on its floor or above
 FLOORS = {
-    "experiments": 6,
+    "quickstart": 6,  # the quickstart: a script on top of everything
     "integrations": 5,
     "": 4,  # the package's own __init__
     "dirpg": 3,
@@ -126,3 +127,32 @@ def test_the_checks_catch_an_upward_arrow_and_a_circle():
     ] for target in _imports(ast.parse(code), known))  # fmt: skip
     assert _upward(g) == ["sb3_dirpg.common.pool -> sb3_dirpg.dirpg.update"]
     assert _circles(g) == [["sb3_dirpg.search.a", "sb3_dirpg.search.b"]]
+
+
+def _layout_rows() -> dict[str, str]:
+    """:return: the rows of docs/layout.md's module table: each path of the first column (relative to ``sb3_dirpg``) and
+    its row's text"""
+    text = (PACKAGE.parent / "docs" / "layout.md").read_text().split("## Modules", 1)[1]
+    rows = {}
+    for line in text.splitlines():
+        cells = line.split(" | ")
+        if line.startswith("| `") and len(cells) > 1:
+            for path in re.findall(r"`([^`]+)`", cells[0]):
+                rows[path] = line
+    return rows
+
+
+def test_the_layout_page_names_every_module_of_the_package_and_no_module_that_is_gone() -> None:
+    """Every module has a row of its own in docs/layout.md, or is named in the row of its folder; every row names a
+    file or folder that exists."""
+    rows = _layout_rows()
+    assert not [path for path in rows if not (PACKAGE / path).exists()], "rows for modules that are gone"
+    unnamed = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        relative = path.relative_to(PACKAGE).as_posix()
+        if path.name in ("__init__.py", "__main__.py") or relative in rows:
+            continue
+        folders = [folder for folder in rows if folder.endswith("/") and relative.startswith(folder)]
+        if not any(f"`{relative.removeprefix(folder)}`" in rows[folder] for folder in folders):
+            unnamed.append(relative)
+    assert not unnamed, f"modules docs/layout.md does not name: {unnamed}"

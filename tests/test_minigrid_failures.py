@@ -10,7 +10,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from sb3_dirpg.experiments.minigrid_failures import by_distance, format_rows, load_model, play_episode
+from experiments.minigrid_failures import by_distance, format_rows, load_model, play_episode
 
 LEFT, RIGHT, FORWARD = 0, 1, 2
 
@@ -79,10 +79,10 @@ def test_a_wrong_method_or_a_missing_model_is_named(tmp_path: Path) -> None:
 def test_a_variant_is_played_on_its_own_env(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     """A model trained on a variant's env (here one view, where the entry stacks 4) is played on that env when --params
     names it."""
+    from experiments.held_out import build_env
+    from experiments.minigrid_failures import main
+    from experiments.minigrid_table import entry
     from sb3_dirpg import DirPG, MiniGridCNN
-    from sb3_dirpg.experiments.held_out import build_env
-    from sb3_dirpg.experiments.minigrid_failures import main
-    from sb3_dirpg.experiments.minigrid_table import entry
 
     env_id = "MiniGrid-FourRooms-v0"
     wrappers = [w for w in entry(env_id, "dirpg")["env_wrapper"] if "gymnasium.wrappers.FrameStackObservation" not in w]
@@ -105,7 +105,7 @@ def test_a_greedy_loop_is_described_by_what_the_agent_faces(capsys: pytest.Captu
     with period 1 there, and the greedy failures' description says so."""
     from minigrid.core.world_object import Door, Key
 
-    from sb3_dirpg.experiments.greedy_gap import describe_greedy_failures, facing
+    from experiments.greedy_gap import describe_greedy_failures, facing
 
     env = gym.make("MiniGrid-Empty-5x5-v0")
     env.reset(seed=0)
@@ -156,8 +156,8 @@ class FirstLegal:
 def test_a_masked_env_is_played_with_its_masks() -> None:
     """Where the entry masks actions, the failure analysis plays the policy among the legal actions, as the table's
     evaluation does (without them a masked no-op would be taken and counted as the policy's)."""
-    from sb3_dirpg.experiments.greedy_gap import describe_greedy_failures
-    from sb3_dirpg.experiments.held_out import build_env
+    from experiments.greedy_gap import describe_greedy_failures
+    from experiments.held_out import build_env
 
     wrappers = ["sb3_dirpg.envs.FastObservation", "sb3_dirpg.envs.MiniGridNoOpMask", "sb3_dirpg.envs.DirectionImageObs"]
     model = FirstLegal()
@@ -171,8 +171,8 @@ def test_a_masked_env_is_played_with_its_masks() -> None:
 def test_ppo_same_is_played_on_a_frontier_env_and_ppo_there_is_refused(capsys: pytest.CaptureFixture) -> None:
     """rl-zoo3 has no PPO entry for KeyCorridorS6R3: ``ppo_same`` (the DirPG entry's information) is still defined there,
     as the frontier's MaskablePPO runs train it, while ``ppo`` stops with a message that names the env and the way out."""
-    from sb3_dirpg.experiments.minigrid_failures import main
-    from sb3_dirpg.experiments.minigrid_table import entry, evaluation_env
+    from experiments.minigrid_failures import main
+    from experiments.minigrid_table import entry, evaluation_env
 
     env_id = "MiniGrid-KeyCorridorS6R3-v0"
     ours = entry(env_id, "dirpg")

@@ -54,7 +54,7 @@ def test_every_registered_minigrid_id_gets_the_setting_and_a_short_search(env_id
     assert (MiniGridProgressReward in kinds) == setting.facts.known_success
     # every registered family's success rule is known, but Playground's: it never succeeds
     assert setting.facts.known_success == (type(env.unwrapped).__name__ != "PlaygroundEnv")
-    kwargs = {**setting.algorithm_kwargs(), "search_budget": 20, "lookahead": 1}
+    kwargs = {**setting.algorithm_kwargs(), "search_budget": 20, "refine_budget": 20, "lookahead": 1}
     model = DirPG(setting.policy, env, **kwargs, seed=0, device="cpu")
     model.learn(2 * setting.facts.horizon + 40)
     assert model.num_timesteps >= 2 * setting.facts.horizon + 40
@@ -118,7 +118,7 @@ def test_the_bridge_trains_a_minigrid_id_without_an_entry_with_the_setting(tmp_p
     with open(default_conf_file("dirpg")) as file:
         assert env_id not in yaml.load(file, Loader=yaml.UnsafeLoader)
     main(["train", "--env", env_id, "-n", "300", "--seed", "0", "-f", str(tmp_path), "--device", "cpu",
-          "--eval-freq", "-1", "-params", "search_budget:30"])  # fmt: skip
+          "--eval-freq", "-1", "-params", "search_budget:30", "refine_budget:30"])  # fmt: skip
     (config,) = tmp_path.glob(f"dirpg/{env_id}_*/{env_id}/config.yml")
     saved: dict[str, Any] = dict(yaml.load(config.read_text(), Loader=yaml.UnsafeLoader))
     assert saved["search_budget"] == 30 and saved["max_episode_steps"] == 4 * (6 + 6)
@@ -142,8 +142,8 @@ def test_a_wrapper_that_fails_in_reset_is_reported_as_itself() -> None:
 def test_an_entry_without_a_policy_is_completed_by_the_setting() -> None:
     """An entry that gives only ``n_timesteps`` (or the few keys an env changes) is laid over the setting; a whole
     entry is left as it is; the MiniGrid table reads DirPG's entries the same way."""
+    from experiments.minigrid_table import entry
     from sb3_dirpg.envs.minigrid.setting import completed_entry
-    from sb3_dirpg.experiments.minigrid_table import entry
 
     setting = minigrid_setting("MiniGrid-DoorKey-8x8-v0").zoo_entry()
     short = completed_entry("MiniGrid-DoorKey-8x8-v0", {"n_timesteps": 5e5, "alpha": 0.2})

@@ -11,12 +11,12 @@ import numpy as np
 import pytest
 import torch as th
 
+from experiments import minigrid_table as table
+from experiments.held_out import HeldOutEvaluation, build_env, evaluate_held_out
+from experiments.minigrid_table import runner
 from sb3_dirpg import DirPG, MiniGridCNN
 from sb3_dirpg.envs import MissionObs, make_minigrid_env
 from sb3_dirpg.envs.minigrid.wrappers import encode_mission
-from sb3_dirpg.experiments import minigrid_table as table
-from sb3_dirpg.experiments.held_out import HeldOutEvaluation, build_env, evaluate_held_out
-from sb3_dirpg.experiments.minigrid_table import runner
 
 # the budgets rl-zoo3 ships for PPO (its hyperparams/ppo.yml), and the table's rule: at least 1M, at most 3M
 ZOO = {
@@ -492,7 +492,7 @@ def test_targets_are_judged_on_medians_within_the_budget() -> None:
     the Unsolved target; PPO with DirPG's information is asked for on every env (three seeds where it reaches 0.9 before
     DirPG, a mark earlier: the same mark a few interactions apart is level); DirPG's and the better PPO's greedy medians
     are reported."""
-    from sb3_dirpg.experiments.minigrid_targets import judge, missing_cells, targets_table
+    from experiments.minigrid_targets import judge, missing_cells, targets_table
 
     summary = {
         "tie": _row(1e6, dirpg=[_curve(1e5)] * 3, reinforce=[_curve(1e5)] * 3, ppo=[_curve(1e5)] * 3,
@@ -529,7 +529,7 @@ def test_targets_are_judged_on_medians_within_the_budget() -> None:
 def test_ppo_needs_three_seeds_to_1m_and_one_to_the_budget_where_all_are_far() -> None:
     """On a 3M env, rl-zoo3's PPO needs 3 seeds to 1M; one of them run on to 3M is enough when all are below 0.5 at
     1M, and all three when one is not."""
-    from sb3_dirpg.experiments.minigrid_targets import missing_cells
+    from experiments.minigrid_targets import missing_cells
 
     far, near = _curve(None, 1e6), [[x, 0.6, 0.0] for x in np.arange(0, 1.05e6, 1e5)]
     long_far = _curve(None, 3e6)
@@ -545,7 +545,7 @@ def test_ppo_needs_three_seeds_to_1m_and_one_to_the_budget_where_all_are_far() -
 def test_an_evaluation_landing_just_past_its_mark_is_the_marks() -> None:
     """Evaluations run at the first update past each mark: the last one of a 1M run lands at 1,000,385, say. It is
     the run's success at 1M, and a 0.9 there counts within the budget; the next interval's evaluation does not."""
-    from sb3_dirpg.experiments.minigrid_targets import first_reach, success_at
+    from experiments.minigrid_targets import first_reach, success_at
 
     marks = [0, 250_006, 500_120, 750_003, 1_000_385]
     curve = [[x, s, 0.0] for x, s in zip(marks, (0.0, 0.2, 0.4, 0.6, 0.95))]
@@ -557,7 +557,7 @@ def test_an_evaluation_landing_just_past_its_mark_is_the_marks() -> None:
 def test_a_tie_is_broken_by_the_fine_cells_of_every_tied_method() -> None:
     """DirPG tied with REINFORCE and PPO at the table's evaluations is faster only if its ``@fine`` median is below
     both tied baselines'; a tied baseline with no ``@fine`` seeds leaves the tie standing and is listed as missing."""
-    from sb3_dirpg.experiments.minigrid_targets import judge, targets_table
+    from experiments.minigrid_targets import judge, targets_table
 
     jitter = [[x + 36 * (x > 0), y, z] for x, y, z in _curve(1e5)]  # its evaluations land 36 past the marks: a tie still
     tied = dict(dirpg=[jitter] * 3, reinforce=[_curve(1e5)] * 3, ppo=[_curve(1e5)] * 3, ppo_same=[_curve(None)])
@@ -579,7 +579,7 @@ def test_a_tie_at_the_fine_cells_is_broken_by_the_finer_ones_where_they_were_run
     """Tied again at the ``@fine`` evaluations (every 10k here), DirPG is faster only if the ``@finer`` cells (every 2k)
     put it ahead of every baseline still tied; without ``@finer`` cells the tie stands and none are asked for, and a
     baseline whose ``@finer`` cells are missing keeps it standing and is listed."""
-    from sb3_dirpg.experiments.minigrid_targets import judge, targets_table
+    from experiments.minigrid_targets import judge, targets_table
 
     tied = dict(dirpg=[_curve(1e5)] * 3, reinforce=[_curve(None)] * 3, ppo=[_curve(1e5)] * 3, ppo_same=[_curve(None)])
     fine = {"dirpg@fine": [_curve(3e4, 1e5, 1e4)] * 3, "ppo@fine": [_curve(3e4, 1e5, 1e4)] * 3}
@@ -605,7 +605,7 @@ def test_a_tie_at_the_fine_cells_is_broken_by_the_finer_ones_where_they_were_run
 def test_wall_time_is_judged_on_the_cells_run_side_by_side_only() -> None:
     """The wall-time verdict reads the ``@side`` cells' median wall time to 0.9: DirPG's must be no more than every
     PPO's that reached; an env with no side-by-side cells, or where none reached, gets no verdict."""
-    from sb3_dirpg.experiments.minigrid_targets import judge, targets_table, wall_no_more
+    from experiments.minigrid_targets import judge, targets_table, wall_no_more
 
     def side(**walls: float) -> dict:
         return {f"{m}@side": {"seeds": 3, "finished": 3, "curves": [_curve(1e5)] * 3, "wall_to_level": w}
@@ -627,7 +627,7 @@ def test_wall_time_is_judged_on_the_cells_run_side_by_side_only() -> None:
 def test_a_median_that_running_seeds_may_still_reach_is_not_reached_yet() -> None:
     """Two seeds of three still running short of the budget: their median is undecided, not "not reached". Once they
     have run to the budget without reaching, or when one seed alone is running, it is decided."""
-    from sb3_dirpg.experiments.minigrid_targets import judge, targets_table, undecided
+    from experiments.minigrid_targets import judge, targets_table, undecided
 
     running = [_curve(None, end=4e5), _curve(None, end=6e5), _curve(None)]
     assert undecided(running, 1e6) and not undecided([_curve(None)] * 3, 1e6)

@@ -16,11 +16,11 @@ import yaml
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.vec_env import DummyVecEnv
 
+from experiments import multiroom, multiroom_figure, multiroom_setup
 from sb3_dirpg import DirPG, MiniGridCNN
 from sb3_dirpg.baselines import Reinforce
 from sb3_dirpg.envs import make_minigrid_env
 from sb3_dirpg.envs.minigrid import MultiRoomBound
-from sb3_dirpg.experiments import multiroom, multiroom_figure, multiroom_setup
 from sb3_dirpg.integrations.zoo import HYPERPARAMS_DIR, algorithm_kwargs, prepare_hyperparams
 
 pytestmark = pytest.mark.integration

@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 from minigrid.core.constants import DIR_TO_VEC
 
+from experiments.held_out import action_masks_of, evaluate_held_out
 from sb3_dirpg import DirPG, MiniGridCNN
 from sb3_dirpg.envs import DirectionImageObs, MiniGridNoOpMask, make_minigrid_env
-from sb3_dirpg.experiments.held_out import action_masks_of, evaluate_held_out
 
 PICKUP, DROP, TOGGLE, DONE = 3, 4, 5, 6
 

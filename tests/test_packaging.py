@@ -1,6 +1,6 @@
 """Installs: the extras cover what the code, the benchmarks and the tests import, CI runs the README's test command,
 messages about missing optional packages name the sb3-dirpg extra to install, the wheel ships the package without the
-benchmarks, and the experiments write their results where a checkout or an install expects them."""
+benchmarks, and the experiments (outside the package) write their results into the checkout."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ pytestmark = pytest.mark.integration
 tomllib = pytest.importorskip("tomllib")  # the standard library has it from Python 3.11
 ROOT = Path(__file__).resolve().parents[1]
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
-FIRST_PARTY = {"sb3_dirpg", "benchmarks", "tests"}
+FIRST_PARTY = {"sb3_dirpg", "experiments", "benchmarks", "tests"}
 
 
 def requirement_names(requirements: list[str]) -> set[str]:
@@ -65,9 +65,18 @@ def test_tests_extra_covers_the_benchmarks() -> None:
     assert needed <= declared, f"imported by the benchmarks but not in [tests] or the dependencies: {needed - declared}"
 
 
-def test_the_package_never_imports_the_benchmarks() -> None:
-    """``benchmarks/`` is not in the wheel: an import of it from the package would fail once installed."""
-    assert "benchmarks" not in imported_top_level(sorted((ROOT / "sb3_dirpg").rglob("*.py")))
+def test_tests_extra_covers_the_experiments() -> None:
+    """The experiments run from a checkout set up for the tests."""
+    declared = requirement_names(PYPROJECT["project"]["dependencies"] + PYPROJECT["project"]["optional-dependencies"]["tests"])
+    needed = third_party_distributions(imported_top_level(sorted((ROOT / "experiments").rglob("*.py"))))
+    assert needed <= declared, f"imported by the experiments but not in [tests] or the dependencies: {needed - declared}"
+
+
+def test_the_package_never_imports_the_benchmarks_or_the_experiments() -> None:
+    """``benchmarks/`` and ``experiments/`` are not in the wheel: an import of them from the package would fail once
+    installed."""
+    imported = imported_top_level(sorted((ROOT / "sb3_dirpg").rglob("*.py")))
+    assert not {"benchmarks", "experiments"} & imported
 
 
 def test_zoo_extra_covers_the_bridge_and_the_undeclared_requests() -> None:
@@ -143,7 +152,7 @@ def wheel(tmp_path_factory) -> Path:
     source = tmp_path_factory.mktemp("source")
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(ROOT / name, source / name)
-    for name in ("sb3_dirpg", "benchmarks", "tests"):
+    for name in ("sb3_dirpg", "experiments", "benchmarks", "tests"):
         shutil.copytree(ROOT / name, source / name, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
     dist = tmp_path_factory.mktemp("dist")
     code = f"from setuptools import build_meta; print(build_meta.build_wheel({str(dist)!r}))"
@@ -152,40 +161,39 @@ def wheel(tmp_path_factory) -> Path:
     return dist / done.stdout.strip().splitlines()[-1]
 
 
-def test_the_wheel_ships_the_package_and_its_experiments_but_no_benchmarks(wheel: Path) -> None:
+def test_the_wheel_ships_the_package_and_its_quickstart_but_no_experiments_or_benchmarks(wheel: Path) -> None:
     names = zipfile.ZipFile(wheel).namelist()
     assert {name.split("/")[0] for name in names if ".dist-info/" not in name} == {"sb3_dirpg"}
-    assert {"sb3_dirpg/experiments/quickstart.py", "sb3_dirpg/experiments/multiroom.py"} <= set(names)
-    assert "sb3_dirpg/zoo_hyperparams/dirpg.yml" in names
+    assert "sb3_dirpg/quickstart.py" in names and "sb3_dirpg/zoo_hyperparams/dirpg.yml" in names
+    assert not [name for name in names if name.startswith(("sb3_dirpg/experiments/", "sb3_dirpg/benchmarks/"))]
     benchmarks = {path.stem for path in (ROOT / "benchmarks").glob("*.py")} - {"__init__", "common"}
-    assert {"throughput", "paired_speed", "ray_scaling"} <= benchmarks
+    assert {"throughput", "paired_speed", "ray_scaling"} <= benchmarks  # they exist, in the checkout
+    assert (ROOT / "experiments" / "minigrid_table" / "__main__.py").is_file()
     assert not [name for name in names if name.startswith("sb3_dirpg/") and Path(name).stem in benchmarks]
 
 
-def test_experiments_write_to_the_checkouts_results_or_to_results_in_the_current_directory(tmp_path: Path) -> None:
-    from sb3_dirpg.experiments.common import default_out, source_checkout
+def test_experiments_write_to_the_checkouts_results_and_their_subprocesses_import_them_from_anywhere() -> None:
+    from experiments.common import default_out, subprocess_env
 
-    assert default_out() == ROOT / "docs" / "results"  # the tests import the package from this checkout
-    checkout = tmp_path / "checkout"
-    (checkout / "docs" / "results").mkdir(parents=True)
-    (checkout / "pyproject.toml").write_text("")
-    assert source_checkout(checkout / "sb3_dirpg") == checkout
-    assert default_out(checkout / "sb3_dirpg") == checkout / "docs" / "results"
-    (checkout / "pyproject.toml").unlink()  # a folder with docs/results/ but no project is no checkout
-    assert source_checkout(checkout / "sb3_dirpg") is None and default_out(checkout / "sb3_dirpg") == Path("results")
-    (checkout / "pyproject.toml").write_text("")
-    shutil.rmtree(checkout / "docs")  # nor is a project without the results folder
-    assert source_checkout(checkout / "sb3_dirpg") is None
+    assert default_out() == ROOT / "docs" / "results"
+    code = "import experiments.held_out as m; print(m.__file__)"
+    done = subprocess.run([sys.executable, "-c", code], cwd="/", env=subprocess_env(), capture_output=True, text=True,
+                          timeout=300)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert Path(done.stdout.strip()).is_relative_to(ROOT / "experiments")
 
 
-def test_an_installed_package_writes_its_results_to_results_in_the_current_directory(wheel: Path, tmp_path: Path) -> None:
+def test_an_installed_package_runs_its_quickstart_and_holds_no_experiments(wheel: Path, tmp_path: Path) -> None:
     site, work = tmp_path / "site-packages", tmp_path / "work"
     zipfile.ZipFile(wheel).extractall(site)  # what pip installs of a pure-Python wheel
     work.mkdir()
-    code = "import sb3_dirpg.experiments.common as c; print(c.__file__); print(c.default_out())"
+    code = (
+        "import importlib.util as u, sb3_dirpg.quickstart as q; print(q.__file__); "
+        "print(u.find_spec('experiments') is None and u.find_spec('sb3_dirpg.experiments') is None)"
+    )
     env = dict(os.environ, PYTHONPATH=str(site))
     done = subprocess.run([sys.executable, "-c", code], cwd=work, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
-    imported, out = done.stdout.strip().splitlines()[-2:]
+    imported, absent = done.stdout.strip().splitlines()[-2:]
     assert Path(imported).is_relative_to(site)
-    assert out == "results"
+    assert absent == "True"

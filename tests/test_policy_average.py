@@ -10,8 +10,8 @@ import pytest
 import torch as th
 from stable_baselines3.common.logger import configure
 
+from experiments.held_out import evaluate_held_out
 from sb3_dirpg import DirPG
-from sb3_dirpg.experiments.held_out import evaluate_held_out
 from tests.helpers import chain
 from tests.helpers import small_dirpg as small_model
 

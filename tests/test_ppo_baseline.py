@@ -13,7 +13,7 @@ from stable_baselines3 import PPO
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv, VecEnvWrapper, VecNormalize
 
-from sb3_dirpg.experiments import minigrid_table as table
+from experiments import minigrid_table as table
 from sb3_dirpg.integrations.ppo import check_normalized_storage
 
 ENV = "MiniGrid-DoorKey-5x5-v0"

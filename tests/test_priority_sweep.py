@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from sb3_dirpg.experiments import multiroom, priority_sweep
-from sb3_dirpg.experiments.priority_sweep import main, success_curve, summarize, verdicts
+from experiments import multiroom, priority_sweep
+from experiments.priority_sweep import main, success_curve, summarize, verdicts
 
 
 def record(method: str, seed: int, success_at: float, final: float = 1.0) -> dict:

@@ -24,11 +24,11 @@ from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.monitor import load_results
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
+from experiments.held_out import build_env
 from sb3_dirpg import DirPG, MiniGridCNN
 from sb3_dirpg.common.callbacks import EvalByInteractions
 from sb3_dirpg.envs.minigrid import MiniGridBound, MiniGridProgressBound, MultiRoomBound
 from sb3_dirpg.envs.minigrid.setting import completed_entry
-from sb3_dirpg.experiments.held_out import build_env
 from sb3_dirpg.integrations.zoo import (
     HYPERPARAMS_DIR,
     ZOO_ALGOS,

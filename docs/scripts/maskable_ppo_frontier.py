@@ -19,7 +19,7 @@ from typing import Any
 
 import yaml
 
-from sb3_dirpg.experiments.minigrid_table.cells import (
+from experiments.minigrid_table.cells import (
     SAME_NORMALIZE,
     STOP_AFTER,
     STOP_LEVEL,
@@ -68,7 +68,7 @@ def train(env_id: str, seed: int, budget: int, points: int, out: Path) -> Path:
     evaluation = dict(record=str(record), env_id=env_id, budget=budget, env_kwargs=dict(settings.get("env_kwargs") or {}),
                       env_wrapper=settings["env_wrapper"], points=points, offset=offset, stop_level=STOP_LEVEL,
                       stop_after=STOP_AFTER)  # fmt: skip
-    callback = {"sb3_dirpg.experiments.held_out.HeldOutEvaluation": evaluation}
+    callback = {"experiments.held_out.HeldOutEvaluation": evaluation}
     args = ["train", "--algo", "ppo_mask", "--env", env_id, "--gym-packages", "minigrid", "--conf-file", str(conf),
             "--seed", str(seed), "-n", str(budget - offset), "--num-threads", "1", "--eval-freq", "-1",
             "-f", str(folder / "zoo"), "--verbose", "0", "--device", "cpu", "-params", f"callback:{callback!r}"]  # fmt: skip

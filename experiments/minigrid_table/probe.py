@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from sb3_dirpg.experiments.minigrid_table.cells import entry, parse_params
+from experiments.minigrid_table.cells import entry, parse_params
 
 PROBE_SETTINGS = ("grid", "manhattan", "gumbel")
 
@@ -29,9 +29,9 @@ def probe_bounds(
     """
     import torch as th
 
+    from experiments.held_out import build_env
     from sb3_dirpg.dirpg import DirPG
     from sb3_dirpg.envs.minigrid import MiniGridBound, MiniGridCNN, MiniGridProgressBound, MultiRoomBound
-    from sb3_dirpg.experiments.held_out import build_env
     from sb3_dirpg.integrations.zoo import prepare_hyperparams
 
     th.set_num_threads(1)

@@ -13,8 +13,8 @@ the classical risk-sensitive objective treats both sources of randomness alike:
 Both have the same expected return (0 for every ``p``), so all the differences come from how they value risk.
 The expectation over ``x`` is computed with Gauss–Hermite quadrature (checked against ``scipy.integrate.quad``).
 
-    python -m sb3_dirpg.experiments.gaussian_choice           # a few seconds
-    python -m sb3_dirpg.experiments.gaussian_choice --full    # finer grids in p and ε
+    python -m experiments.gaussian_choice           # a few seconds
+    python -m experiments.gaussian_choice --full    # finer grids in p and ε
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from collections.abc import Sequence
 import numpy as np
 from scipy import integrate
 
-from sb3_dirpg.experiments.common import experiment_parser, positive_int, save_results, setup_run
+from experiments.common import experiment_parser, positive_int, save_results, setup_run
 
 NAME = "gaussian_choice"
 DEFAULT_EPSILONS = (-3.0, -1.0, -0.3, 0.3, 1.0, 3.0)

@@ -2,7 +2,7 @@
 
 rl-zoo3's ``benchmark.md`` gives, for each MiniGrid env, the mean MiniGrid return of its PPO agent after
 ``n_timesteps``, played by ``rl_zoo3.enjoy`` with sampled actions (its rule for MiniGrid). The table's ``ppo`` cells are
-rl-zoo3's PPO with one change (:data:`~sb3_dirpg.experiments.minigrid_table.cells.FLOAT32_CAST`), evaluated on 200
+rl-zoo3's PPO with one change (:data:`~experiments.minigrid_table.cells.FLOAT32_CAST`), evaluated on 200
 held-out seeds with sampled and greedy actions, so their sampled MiniGrid return at the same budget is the figure to
 compare. The gate is issue 43's: seed 0 within :data:`TOLERANCE` at 100k on :data:`GATE`.
 """
@@ -12,8 +12,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from sb3_dirpg.experiments.minigrid_table.cells import ENVS, read_record
-from sb3_dirpg.experiments.minigrid_targets import MIN_SEEDS, format_count
+from experiments.minigrid_table.cells import ENVS, read_record
+from experiments.minigrid_targets import MIN_SEEDS, format_count
 
 #: rl-zoo3's ``benchmark.md``, its ``ppo`` rows for MiniGrid: mean MiniGrid return and ``n_timesteps`` (it has no Fetch row)
 ZOO_BENCHMARK: dict[str, tuple[float, int]] = {

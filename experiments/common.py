@@ -1,5 +1,5 @@
-"""Shared plumbing of the paper-reproduction experiments: command line, output folder, seeds, curves with spread, JSON and
-PNG output."""
+"""Shared plumbing of the experiments (the paper's reproductions and the project's own, which live in the checkout and
+are not installed with the package): command line, output folder, seeds, curves with spread, JSON and PNG output."""
 
 from __future__ import annotations
 
@@ -13,32 +13,21 @@ from typing import Any
 
 import numpy as np
 
-PACKAGE = Path(__file__).resolve().parents[1]  # the ``sb3_dirpg`` folder this module was imported from
+#: the checkout the experiments live in (they are not part of the installed package)
+ROOT = Path(__file__).resolve().parents[1]
 
 
-def source_checkout(package: Path = PACKAGE) -> Path | None:
-    """The source checkout the package was imported from, if it was: the package's parent folder, when that holds the
-    project's ``pyproject.toml`` and the committed results ``docs/results/`` (an installed package's parent is
-    ``site-packages``, which holds neither).
-
-    :param package: the ``sb3_dirpg`` folder
-    :return: the checkout's root, or None
-    """
-    root = package.parent
-    if (root / "pyproject.toml").is_file() and (root / "docs" / "results").is_dir():
-        return root
-    return None
+def default_out() -> Path:
+    """:return: where an experiment writes its results unless ``--out`` says otherwise: the checkout's
+    ``docs/results/``, where the committed results are"""
+    return ROOT / "docs" / "results"
 
 
-def default_out(package: Path = PACKAGE) -> Path:
-    """Where an experiment writes its results unless ``--out`` says otherwise: ``docs/results/`` of the source checkout
-    the package was imported from (where the committed results are), else ``results/`` in the current directory.
-
-    :param package: the ``sb3_dirpg`` folder
-    :return: the output folder
-    """
-    root = source_checkout(package)
-    return root / "docs" / "results" if root is not None else Path("results")
+def subprocess_env() -> dict[str, str]:
+    """:return: the environment for a subprocess that trains a cell (rl-zoo3's ``train``): this one, with the checkout
+    first on ``PYTHONPATH``, so that it imports the experiments' callbacks from wherever it was started"""
+    paths = [str(ROOT), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
 
 
 def positive_int(text: str) -> int:

@@ -17,8 +17,8 @@ search interactions, all under the same reward realisation. Two x-axes are repor
 Returns are the realised tree rewards of ``a_opt`` (an on-policy sample, as in the paper) and of the UCB rounds,
 smoothed by a moving average and interpolated onto a common grid; bands are 95% intervals over runs.
 
-    python -m sb3_dirpg.experiments.bandit             # 10 runs of 10,000 tree queries, about 5 minutes
-    python -m sb3_dirpg.experiments.bandit --full      # 100,000 tree queries per run
+    python -m experiments.bandit             # 10 runs of 10,000 tree queries, about 5 minutes
+    python -m experiments.bandit --full      # 100,000 tree queries per run
 """
 
 from __future__ import annotations
@@ -32,9 +32,7 @@ import numpy as np
 import torch as th
 from stable_baselines3.common.callbacks import BaseCallback
 
-from sb3_dirpg import DirPG
-from sb3_dirpg.baselines import UCB
-from sb3_dirpg.experiments.common import (
+from experiments.common import (
     experiment_parser,
     mean_and_spread,
     nonnegative_int,
@@ -43,6 +41,8 @@ from sb3_dirpg.experiments.common import (
     save_results,
     setup_run,
 )
+from sb3_dirpg import DirPG
+from sb3_dirpg.baselines import UCB
 
 NAME = "bandit"
 ENV_ID = "sb3_dirpg/SpanningTreeBandit-v0"

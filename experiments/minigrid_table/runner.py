@@ -11,7 +11,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from sb3_dirpg.experiments.minigrid_table.cells import (
+from experiments.common import subprocess_env
+from experiments.minigrid_table.cells import (
     KEPT_RECORD,
     POINTS,
     SAME_KEYS,
@@ -38,7 +39,7 @@ def command(cell: Cell, runs: Path, offset: int = 0) -> list[str]:
     folder = cell.folder(runs)
     env_kwargs, env_wrapper = evaluation_env(cell.env_id, cell.method, cell.params)
     callback = {
-        "sb3_dirpg.experiments.held_out.HeldOutEvaluation": dict(
+        "experiments.held_out.HeldOutEvaluation": dict(
             record=str(folder / "record.json"),
             env_id=cell.env_id,
             budget=cell.budget,
@@ -107,7 +108,8 @@ def run_cell(cell: Cell, runs: Path, resume: bool) -> dict[str, Any]:
         started = time.perf_counter()
         print(f"start {cell.env_id} {cell.name} seed {cell.seed} at {done}", flush=True)
         with open(folder / "train.log", "a") as log:
-            result = subprocess.run(command(cell, runs, done), stdout=log, stderr=subprocess.STDOUT, check=False)
+            result = subprocess.run(command(cell, runs, done), stdout=log, stderr=subprocess.STDOUT, check=False,
+                                    env=subprocess_env())
         status = "done" if result.returncode == 0 else f"FAILED (exit {result.returncode}, see {folder / 'train.log'})"
         print(f"{status}: {cell.env_id} {cell.name} seed {cell.seed} in {time.perf_counter() - started:.0f} s", flush=True)
         _keep_unresumable_record(folder)

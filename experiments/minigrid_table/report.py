@@ -8,8 +8,8 @@ from typing import Any
 
 import numpy as np
 
-from sb3_dirpg.experiments.common import refresh_block, write_json
-from sb3_dirpg.experiments.minigrid_table.cells import (
+from experiments.common import refresh_block, write_json
+from experiments.minigrid_table.cells import (
     METHODS,
     UNSOLVED,
     as_list,
@@ -22,7 +22,7 @@ from sb3_dirpg.experiments.minigrid_table.cells import (
     read_record,
     zoo_budget,
 )  # fmt: skip
-from sb3_dirpg.experiments.minigrid_targets import (
+from experiments.minigrid_targets import (
     LEVEL,
     SIDE_BY_SIDE,
     TIE_BREAKS,
@@ -261,7 +261,7 @@ def methods_in(runs: Path, envs: Sequence[str]) -> list[str]:
 
 def report(runs: Path, out: Path, envs: Sequence[str], methods: Sequence[str], page: Path | None = None) -> dict[str, Any]:
     """Write ``minigrid_table.{json,md,png}`` into ``out``, and the targets judged on them
-    (:mod:`~sb3_dirpg.experiments.minigrid_targets`) into ``minigrid_targets.{json,md}``.
+    (:mod:`~experiments.minigrid_targets`) into ``minigrid_targets.{json,md}``.
 
     :param runs: the folder of all cells
     :param out: the results folder

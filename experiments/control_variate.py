@@ -1,4 +1,4 @@
-"""``python -m sb3_dirpg.experiments.control_variate``: the ``∇log P(a_opt)`` term as a control variate (appendix A.2).
+"""``python -m experiments.control_variate``: the ``∇log P(a_opt)`` term as a control variate (appendix A.2).
 
 DirPG's per-map update is ``(1/ε)·[∇log P(a_dir) − ∇log P(a_opt)]``. Since ``E[∇log P(a_opt)] = 0`` (``a_opt`` is a
 sample of the policy), ``(1/ε)·∇log P(a_dir)`` alone has the same mean; the paper interprets the second term as a
@@ -12,7 +12,7 @@ checkpoint: the training search itself (ε = 1, full budget, no early stop), the
 the first improvement, appendix C), and a smaller ε (``--small-epsilon``, default 0.1), since the paper argues that
 the term helps when ``a_dir`` and ``a_opt`` are similar (small ε).
 
-Default (a few minutes): MultiRoom-N2-S4, the quick settings of ``python -m sb3_dirpg.experiments.multiroom_figure`` (40-step
+Default (a few minutes): MultiRoom-N2-S4, the quick settings of ``python -m experiments.multiroom_figure`` (40-step
 trajectories, 360 interactions of search per map, 2 maps per update), 60k training interactions, 4 checkpoints (0, 20k,
 40k, 60k), 32 maps per checkpoint, 2 seeds. ``--full``: MultiRoom-N6 with the paper's 100 + 2900 interactions per
 map, one map per update, 3M training interactions, 16 checkpoints, 200 maps, 3 seeds.
@@ -27,8 +27,7 @@ from typing import Any
 import numpy as np
 import torch as th
 
-from sb3_dirpg import DirPG
-from sb3_dirpg.experiments.common import (
+from experiments.common import (
     experiment_parser,
     mean_and_spread,
     plot_band,
@@ -37,8 +36,9 @@ from sb3_dirpg.experiments.common import (
     scaled_settings,
     setup_run,
 )
-from sb3_dirpg.experiments.multiroom_figure import figure_common, figure_method
-from sb3_dirpg.experiments.multiroom_setup import make_model
+from experiments.multiroom_figure import figure_common, figure_method
+from experiments.multiroom_setup import make_model
+from sb3_dirpg import DirPG
 from sb3_dirpg.search import SearchResult
 
 

@@ -1,4 +1,4 @@
-"""The command line of ``python -m sb3_dirpg.experiments.minigrid_table``."""
+"""The command line of ``python -m experiments.minigrid_table``."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from sb3_dirpg.experiments.common import default_out, key_value, nonnegative_int, positive_int, refresh_block, write_json
-from sb3_dirpg.experiments.minigrid_table.cells import (
+from experiments.common import default_out, key_value, nonnegative_int, positive_int, refresh_block, write_json
+from experiments.minigrid_table.cells import (
     ENVS,
     METHODS,
     TRAINED,
@@ -20,12 +20,12 @@ from sb3_dirpg.experiments.minigrid_table.cells import (
     load_yaml,
     zoo_ppo_file,
 )  # fmt: skip
-from sb3_dirpg.experiments.minigrid_table.plan import cells_to_run, plan_table
-from sb3_dirpg.experiments.minigrid_table.probe import probe_bounds, probe_table
-from sb3_dirpg.experiments.minigrid_table.report import methods_in, report
-from sb3_dirpg.experiments.minigrid_table.reproduction import reproduction, reproduction_table
-from sb3_dirpg.experiments.minigrid_table.runner import run_cell
-from sb3_dirpg.experiments.minigrid_targets import MIN_SEEDS
+from experiments.minigrid_table.plan import cells_to_run, plan_table
+from experiments.minigrid_table.probe import probe_bounds, probe_table
+from experiments.minigrid_table.report import methods_in, report
+from experiments.minigrid_table.reproduction import reproduction, reproduction_table
+from experiments.minigrid_table.runner import run_cell
+from experiments.minigrid_targets import MIN_SEEDS
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,4 +1,4 @@
-"""``python -m sb3_dirpg.experiments.vs_ppo``: DirPG against SB3's PPO with rl-zoo3's MiniGrid settings (beyond the paper).
+"""``python -m experiments.vs_ppo``: DirPG against SB3's PPO with rl-zoo3's MiniGrid settings (beyond the paper).
 
 Both learners get the same number of environment interactions on the same env ids. Every ``--eval-every``
 interactions the deterministic policy (no search) is run on held-out maps and its success rate (reaching the goal) is
@@ -16,7 +16,7 @@ the best success rate reached.
   interactions per map (``a_opt`` plus ``9·horizon`` of search), 2 maps per update.
 
 Evaluation runs each env with its own step limit (``max_steps``) and the seeds ``HELD_OUT_SEED + i``
-(:data:`sb3_dirpg.experiments.multiroom_setup.HELD_OUT_SEED`); success is reaching the goal, as in that module.
+(:data:`experiments.multiroom_setup.HELD_OUT_SEED`); success is reaching the goal, as in that module.
 
 Default (about 10 minutes): MultiRoom-N2-S4, MultiRoom-N4-S5 and DoorKey-5x5, 48k interactions per run, 2 seeds,
 evaluation every 8k interactions on 20 maps. ``--full``: 2M interactions, 5 seeds, every 50k on 100 maps.
@@ -39,7 +39,7 @@ from stable_baselines3 import PPO
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
 
-from sb3_dirpg.experiments.common import (
+from experiments.common import (
     experiment_parser,
     mean_and_spread,
     plot_band,
@@ -48,8 +48,8 @@ from sb3_dirpg.experiments.common import (
     scaled_settings,
     setup_run,
 )
-from sb3_dirpg.experiments.multiroom_figure import figure_common, figure_method
-from sb3_dirpg.experiments.multiroom_setup import HELD_OUT_SEED, greedy_actions, greedy_eval, make_env, make_model
+from experiments.multiroom_figure import figure_common, figure_method
+from experiments.multiroom_setup import HELD_OUT_SEED, greedy_actions, greedy_eval, make_env, make_model
 from sb3_dirpg.integrations.ppo import check_normalized_storage
 from sb3_dirpg.integrations.zoo import import_object
 

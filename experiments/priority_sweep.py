@@ -1,14 +1,14 @@
-"""``python -m sb3_dirpg.experiments.priority_sweep``: the paper's priority sweep on MultiRoom-N6, in the shipped setting.
+"""``python -m experiments.priority_sweep``: the paper's priority sweep on MultiRoom-N6, in the shipped setting.
 
 The paper's MiniGrid figure compares the search priority of DirPG: the Gumbel priority alone, and A* with the bound
 weighted by α = 0, 0.1, 0.2, 0.3 and 1. Its claims: α = 0 learns well; raising α up to 0.3 improves learning; past that
 learning gets worse, α = 1 the worst. With a model trained for 1.2M interactions and then frozen: the smaller α, the more
 trajectories the search completes but the lower their returns; past α = 0.4 both shrink.
 
-The learning runs are :mod:`sb3_dirpg.experiments.multiroom`'s methods ``sweep-gumbel``, ``sweep-a0`` ... ``sweep-a1``
+The learning runs are :mod:`experiments.multiroom`'s methods ``sweep-gumbel``, ``sweep-a0`` ... ``sweep-a1``
 (the shipped N6 entry, only the priority changed; ``sweep-a0.2`` is the shipped setting) and ``cem`` (30 rollouts)::
 
-    python -m sb3_dirpg.experiments.multiroom --methods sweep-gumbel sweep-a0 sweep-a0.1 sweep-a0.2 sweep-a0.3 \\
+    python -m experiments.multiroom --methods sweep-gumbel sweep-a0 sweep-a0.1 sweep-a0.2 sweep-a0.3 \\
         sweep-a1 cem --seeds 0 1 2 3 4 --resume --runs-dir runs/sweep
 
 This module reads their records, searches with the frozen 1.2M model of one run, and writes ``priority_sweep.json``,
@@ -27,8 +27,8 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from sb3_dirpg.experiments.common import default_out, positive_int
-from sb3_dirpg.experiments.multiroom import greedy_interactions_to
+from experiments.common import default_out, positive_int
+from experiments.multiroom import greedy_interactions_to
 
 ARMS = ("sweep-gumbel", "sweep-a0", "sweep-a0.1", "sweep-a0.2", "sweep-a0.3", "sweep-a1")
 BASELINES = ("cem",)
@@ -109,10 +109,10 @@ def frozen_search(runs_dir: Path, method: str, seed: int, n_maps: int, budget: i
     :return: per priority: the mean number of trajectories completed per map and the mean return of those
         trajectories, with their standard errors
     """
+    from experiments.multiroom import FROZEN_AT, METHODS
+    from experiments.multiroom_figure import quality_vs_quantity
+    from experiments.multiroom_setup import ENV_ID, MAX_STEPS, make_model
     from sb3_dirpg import DirPG
-    from sb3_dirpg.experiments.multiroom import FROZEN_AT, METHODS
-    from sb3_dirpg.experiments.multiroom_figure import quality_vs_quantity
-    from sb3_dirpg.experiments.multiroom_setup import ENV_ID, MAX_STEPS, make_model
 
     path = runs_dir / f"{method}-s{seed}" / f"model_{FROZEN_AT}.zip"
     if not path.exists():

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from sb3_dirpg.experiments.minigrid_table.cells import (
+from experiments.minigrid_table.cells import (
     METHODS,
     MIN_BUDGET,
     Cell,
@@ -16,8 +16,8 @@ from sb3_dirpg.experiments.minigrid_table.cells import (
     read_record,
     record_end,
 )
-from sb3_dirpg.experiments.minigrid_table.report import summarize
-from sb3_dirpg.experiments.minigrid_targets import (
+from experiments.minigrid_table.report import summarize
+from experiments.minigrid_targets import (
     MIN_SEEDS,
     format_count,
     missing_cells,
@@ -31,7 +31,7 @@ def _ppo_cells(runs: Path, env_id: str, seeds: dict[int, Any], budget: int) -> l
     :param env_id: an env whose budget is over 1M
     :param seeds: rl-zoo3's PPO curves there, by seed
     :param budget: the env's budget
-    :return: the PPO cells the issue's rule still needs (:func:`~sb3_dirpg.experiments.minigrid_targets.ppo_seeds`)"""
+    :return: the PPO cells the issue's rule still needs (:func:`~experiments.minigrid_targets.ppo_seeds`)"""
     have = ppo_seeds(list(seeds.values()), budget)
     at_1m = {seed for seed, curve in seeds.items() if success_at(curve, MIN_BUDGET) is not None}
     pool = sorted(set(seeds) | set(range(MIN_SEEDS)))
@@ -45,7 +45,7 @@ def _ppo_cells(runs: Path, env_id: str, seeds: dict[int, Any], budget: int) -> l
 
 
 def cells_to_run(runs: Path, envs: Sequence[str]) -> list[Cell]:
-    """The cells the targets still lack (:func:`~sb3_dirpg.experiments.minigrid_targets.missing_cells`), as cells to
+    """The cells the targets still lack (:func:`~experiments.minigrid_targets.missing_cells`), as cells to
     train: unfinished seeds are continued from their checkpoints, and rl-zoo3's PPO past 1M runs its seeds to 1M, the
     one that goes on to the budget being the one with the latest checkpoint (else one that lacks 1M, else the lowest).
 

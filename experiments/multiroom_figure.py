@@ -1,5 +1,5 @@
-"""``python -m sb3_dirpg.experiments.multiroom_figure``: the paper's figure 3 on MiniGrid's MultiRoom, with the learners,
-the greedy evaluation and the definition of success of :mod:`~sb3_dirpg.experiments.multiroom_setup`.
+"""``python -m experiments.multiroom_figure``: the paper's figure 3 on MiniGrid's MultiRoom, with the learners,
+the greedy evaluation and the definition of success of :mod:`~experiments.multiroom_setup`.
 
 **The paper's figure 3** (section 6, appendix D.3), in one process, written to ``minigrid.json`` and
 ``minigrid.png``. DirPG with the weighted-A* priority ``G + ε·(L + α·U)`` (``U`` =
@@ -37,8 +37,7 @@ import numpy as np
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.vec_env import DummyVecEnv
 
-from sb3_dirpg import DirPG
-from sb3_dirpg.experiments.common import (
+from experiments.common import (
     default_out,
     mean_and_spread,
     nonnegative_int,
@@ -48,7 +47,7 @@ from sb3_dirpg.experiments.common import (
     scaled_settings,
     setup_run,
 )
-from sb3_dirpg.experiments.multiroom_setup import (
+from experiments.multiroom_setup import (
     HELD_OUT_SEED,
     EpisodeRecorder,
     Method,
@@ -57,6 +56,7 @@ from sb3_dirpg.experiments.multiroom_setup import (
     make_env,
     make_model,
 )  # fmt: skip
+from sb3_dirpg import DirPG
 
 FIGURE_ALPHAS = (0.0, 0.1, 0.3, 0.5, 1.0)
 

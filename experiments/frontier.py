@@ -1,4 +1,4 @@
-"""``python -m sb3_dirpg.experiments.frontier``: MiniGrid's hard-exploration envs (issue 47), the search first.
+"""``python -m experiments.frontier``: MiniGrid's hard-exploration envs (issue 47), the search first.
 
 Before a policy can learn on these envs, the search must find successes with the policy it starts from. ``--probe``
 measures that: for each env, DirPG's entry in ``zoo_hyperparams/dirpg.yml`` (with a variant's ``--params``) and an
@@ -38,7 +38,7 @@ from typing import Any
 
 import numpy as np
 
-from sb3_dirpg.experiments.common import default_out, key_value, nonnegative_int, positive_int, write_json
+from experiments.common import default_out, key_value, nonnegative_int, positive_int, write_json
 
 #: the issue's envs and the best published interactions to solve them (env frames, read from curves)
 ANCHORS = {
@@ -81,8 +81,8 @@ def _entry_env(env_id: str, params: Sequence[str] = (), own_step_limit: bool = F
     :param own_step_limit: build the env with its own step limit, whatever ``max_steps`` the entry's ``env_kwargs`` set
         (the evaluation's rule: the entries of the MiniGrid table shorten some envs' limits for training)
     :return: the entry's settings with the changes, and the env built as they build it"""
-    from sb3_dirpg.experiments.held_out import build_env
-    from sb3_dirpg.experiments.minigrid_table import entry, parse_params
+    from experiments.held_out import build_env
+    from experiments.minigrid_table import entry, parse_params
 
     settings = {**entry(env_id, "dirpg"), **parse_params(params)}
     env_kwargs = dict(settings.get("env_kwargs") or {})
@@ -172,9 +172,9 @@ def train_curriculum(
     """
     import torch as th
 
+    from experiments.held_out import evaluate_held_out
+    from experiments.minigrid_table import entry, parse_params
     from sb3_dirpg.dirpg import DirPG
-    from sb3_dirpg.experiments.held_out import evaluate_held_out
-    from sb3_dirpg.experiments.minigrid_table import entry, parse_params
     from sb3_dirpg.integrations.zoo import algorithm_kwargs
 
     th.set_num_threads(1)

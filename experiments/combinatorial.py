@@ -1,4 +1,4 @@
-"""``python -m sb3_dirpg.experiments.combinatorial``: learning across instances on 0/1 knapsack and maximum independent
+"""``python -m experiments.combinatorial``: learning across instances on 0/1 knapsack and maximum independent
 set, a new random instance every episode, against MaskablePPO.
 
 Every method trains on the same stream of instances for the same number of interactions; every 1/5 of the budget its
@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from experiments.common import default_out, nonnegative_int, positive_int
 from sb3_dirpg.envs.independent_set import (
     IndependentSetEnv,
     independent_set_bound,
@@ -34,7 +35,6 @@ from sb3_dirpg.envs.independent_set import (
     independent_set_optimum,
 )
 from sb3_dirpg.envs.knapsack import KnapsackEnv, knapsack_bound, knapsack_greedy, knapsack_optimum
-from sb3_dirpg.experiments.common import default_out, nonnegative_int, positive_int
 
 EVAL_SEEDS = list(range(100_000, 100_200))
 METHODS = ("dirpg", "reinforce", "dirpg_mlp", "ppo", "ppo_item")

@@ -11,7 +11,7 @@ from typing import Any
 
 import yaml
 
-from sb3_dirpg.experiments.common import parse_params
+from experiments.common import parse_params
 
 ENVS = (
     "MiniGrid-Empty-Random-5x5-v0",

@@ -1,7 +1,7 @@
-"""``python -m sb3_dirpg.experiments.multiroom``: DirPG against REINFORCE (and CEM) on MiniGrid's MultiRoom.
+"""``python -m experiments.multiroom``: DirPG against REINFORCE (and CEM) on MiniGrid's MultiRoom.
 
 Learning at scale, with the learners, the greedy evaluation and the definition of success of
-:mod:`~sb3_dirpg.experiments.multiroom_setup` (the paper's figure 3 is :mod:`~sb3_dirpg.experiments.multiroom_figure`).
+:mod:`~experiments.multiroom_setup` (the paper's figure 3 is :mod:`~experiments.multiroom_figure`).
 Every method sees the same maps budget: ``MiniGrid-MultiRoom-N6-v0`` with
 ``max_steps=100``, the authors' shaped reward and image+direction observations, the paper's CNN (``net_arch=[]``),
 γ = 0.999, Adam 1e-3, one map per update and at most 3000 interactions per map (DirPG: ``a_opt`` + a search budget of
@@ -36,8 +36,8 @@ from typing import Any
 import numpy as np
 import torch as th
 
-from sb3_dirpg.experiments.common import default_out, mean_and_spread, nonnegative_int, plot_band, positive_int, write_json
-from sb3_dirpg.experiments.multiroom_setup import (
+from experiments.common import default_out, mean_and_spread, nonnegative_int, plot_band, positive_int, write_json
+from experiments.multiroom_setup import (
     ALGORITHMS,
     COMMON,
     DIRPG_PAPER,

@@ -1,5 +1,5 @@
-"""What the MultiRoom experiments share (:mod:`~sb3_dirpg.experiments.multiroom`, the learning runs, and
-:mod:`~sb3_dirpg.experiments.multiroom_figure`, the paper's figure 3): the learners (:func:`make_model`), the greedy
+"""What the MultiRoom experiments share (:mod:`~experiments.multiroom`, the learning runs, and
+:mod:`~experiments.multiroom_figure`, the paper's figure 3): the learners (:func:`make_model`), the greedy
 evaluation (:func:`greedy_eval`: the deterministic policy, no search, on held-out maps) and the one definition of
 success, reaching the goal (:func:`reached_goal`), never a return threshold: on N6 the five doors alone give 150.
 """

@@ -1,4 +1,4 @@
-"""``python -m sb3_dirpg.experiments.quickstart``: train DirPG on CartPole-v1 for a minute and show what it learned.
+"""``python -m sb3_dirpg.quickstart``: train DirPG on CartPole-v1 for a minute and show what it learned.
 
 It evaluates the greedy policy (no search, no simulator) before and after training, and prints the search
 statistics that tell whether DirPG is healthy (see the tensorboard guide in the docs).
@@ -14,7 +14,6 @@ import torch as th
 from stable_baselines3.common.evaluation import evaluate_policy
 
 from sb3_dirpg import DirPG
-from sb3_dirpg.experiments.common import nonnegative_int, positive_int
 
 
 def main(argv: list[str] | None = None) -> float:
@@ -24,9 +23,11 @@ def main(argv: list[str] | None = None) -> float:
     :return: the mean greedy return after training
     """
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--timesteps", type=positive_int, default=300_000, help="environment interactions (search included)")
-    parser.add_argument("--seed", type=nonnegative_int, default=0)
+    parser.add_argument("--timesteps", type=int, default=300_000, help="environment interactions (search included)")
+    parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
+    if args.timesteps < 1 or args.seed < 0:
+        parser.error(f"--timesteps must be at least 1 and --seed at least 0, got {args.timesteps} and {args.seed}")
     th.set_num_threads(1)  # many small forwards interleaved with simulator steps: one thread is fastest
 
     model = DirPG("MlpPolicy", "CartPole-v1", learning_rate=1e-2, epsilon=5.0, search_budget=200, seed=args.seed)

@@ -1,9 +1,9 @@
-"""``python -m sb3_dirpg.experiments.minigrid_table``: DirPG, REINFORCE and rl-zoo3's PPO on rl-zoo3's MiniGrid table.
+"""``python -m experiments.minigrid_table``: DirPG, REINFORCE and rl-zoo3's PPO on rl-zoo3's MiniGrid table.
 
 Every cell (env, method, seed) is trained by rl-zoo3's own training entry point: ``python -m rl_zoo3.train`` with
 rl-zoo3's shipped ``ppo.yml`` for PPO, and the project's bridge ``python -m sb3_dirpg.integrations.zoo train`` with
 ``zoo_hyperparams/{dirpg,reinforce}.yml`` for ours. The only thing added to an entry is the evaluation callback
-(:class:`~sb3_dirpg.experiments.held_out.HeldOutEvaluation`, through rl-zoo3's ``callback`` hyperparameter): every 5 %
+(:class:`~experiments.held_out.HeldOutEvaluation`, through rl-zoo3's ``callback`` hyperparameter): every 5 %
 of the budget it plays the policy with no search on 200 held-out seeds (10000..10199, never trained on), with sampled
 actions (as rl-zoo3 evaluates MiniGrid) and greedy ones, checkpoints, and appends to the cell's record.
 
@@ -27,7 +27,7 @@ The package has one module per job: :mod:`.cells` (the envs, methods, entries, b
 command line).
 """
 
-from sb3_dirpg.experiments.minigrid_table.cells import (
+from experiments.minigrid_table.cells import (
     ENVS,
     FLAT_OBS,
     FLOAT32_CAST,
@@ -58,10 +58,10 @@ from sb3_dirpg.experiments.minigrid_table.cells import (
     zoo_budget,
     zoo_ppo_file,
 )  # fmt: skip
-from sb3_dirpg.experiments.minigrid_table.cli import build_parser, main
-from sb3_dirpg.experiments.minigrid_table.plan import cells_to_run, plan_table
-from sb3_dirpg.experiments.minigrid_table.probe import probe_bounds, probe_table
-from sb3_dirpg.experiments.minigrid_table.report import (
+from experiments.minigrid_table.cli import build_parser, main
+from experiments.minigrid_table.plan import cells_to_run, plan_table
+from experiments.minigrid_table.probe import probe_bounds, probe_table
+from experiments.minigrid_table.report import (
     describe,
     interactions_to,
     markdown_table,
@@ -72,8 +72,8 @@ from sb3_dirpg.experiments.minigrid_table.report import (
     summarize,
     wall_to,
 )  # fmt: skip
-from sb3_dirpg.experiments.minigrid_table.reproduction import GATE, TOLERANCE, ZOO_BENCHMARK, reproduction, reproduction_table
-from sb3_dirpg.experiments.minigrid_table.runner import command, run_cell
+from experiments.minigrid_table.reproduction import GATE, TOLERANCE, ZOO_BENCHMARK, reproduction, reproduction_table
+from experiments.minigrid_table.runner import command, run_cell
 
 __all__ = [
     "ENVS", "FLAT_OBS", "FLOAT32_CAST", "GATE", "KEPT_RECORD", "MAX_BUDGET", "METHODS", "MIN_BUDGET", "POINTS", "SAME_KEYS",

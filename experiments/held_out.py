@@ -21,7 +21,7 @@ import torch as th
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import BaseCallback
 
-from sb3_dirpg.experiments.common import write_json
+from experiments.common import write_json
 
 EVAL_SEED = 12345  # torch seed of the sampled-action evaluation
 

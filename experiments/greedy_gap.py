@@ -1,4 +1,4 @@
-"""``python -m sb3_dirpg.experiments.greedy_gap``: why DirPG's sampled policy succeeds where its greedy one fails
+"""``python -m experiments.greedy_gap``: why DirPG's sampled policy succeeds where its greedy one fails
 (issue 44), measured over training on the table's envs.
 
 One DirPG run per env and variant, from the env's entry in ``zoo_hyperparams/dirpg.yml`` with a variant's changes
@@ -31,9 +31,9 @@ from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.logger import KVWriter, Logger
 
+from experiments.common import default_out, key_value, nonnegative_int, positive_int, write_json
+from experiments.held_out import EVAL_SEED, build_env, evaluate_held_out, is_success, predict_action
 from sb3_dirpg.envs.minigrid.fast_obs import front_cell
-from sb3_dirpg.experiments.common import default_out, key_value, nonnegative_int, positive_int, write_json
-from sb3_dirpg.experiments.held_out import EVAL_SEED, build_env, evaluate_held_out, is_success, predict_action
 
 DIAGNOSTICS = {
     "unchanged": "search/unchanged_fraction",
@@ -209,8 +209,8 @@ def run(env_id: str, params: Sequence[str], budget: int, every: int, seed: int, 
         algorithm's settings (not the env's or the policy's) replace the saved ones, e.g. ``refine_success:True``
     :return: the entry's settings, the points and the greedy failures at the end
     """
+    from experiments.minigrid_table import entry, parse_params
     from sb3_dirpg.dirpg import DirPG
-    from sb3_dirpg.experiments.minigrid_table import entry, parse_params
     from sb3_dirpg.integrations.zoo import algorithm_kwargs
 
     th.set_num_threads(1)

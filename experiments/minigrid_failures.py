@@ -7,11 +7,11 @@ where it has been (the table's policies see one 7x7 view). One that fails near t
 
 Usage::
 
-    python -m sb3_dirpg.experiments.minigrid_failures \\
+    python -m experiments.minigrid_failures \\
         docs/results/minigrid_table_runs/MiniGrid-FourRooms-v0/dirpg-s0/model.zip --env MiniGrid-FourRooms-v0
 
 With ``--loops``, it describes the greedy policy's failures instead
-(:func:`~sb3_dirpg.experiments.greedy_gap.describe_greedy_failures`): how many cycle, with what period, and what the
+(:func:`~experiments.greedy_gap.describe_greedy_failures`): how many cycle, with what period, and what the
 agent faces where the cycle closes (a locked door without its key, say).
 """
 
@@ -28,10 +28,10 @@ import numpy as np
 import torch as th
 from stable_baselines3.common.base_class import BaseAlgorithm
 
+from experiments.common import key_value, nonnegative_int, positive_int
+from experiments.greedy_gap import describe_greedy_failures
+from experiments.held_out import build_env, is_success, predict_action
 from sb3_dirpg.envs.minigrid import MiniGridBound
-from sb3_dirpg.experiments.common import key_value, nonnegative_int, positive_int
-from sb3_dirpg.experiments.greedy_gap import describe_greedy_failures
-from sb3_dirpg.experiments.held_out import build_env, is_success, predict_action
 
 DEFAULT_EDGES = (0, 10, 20, 30)
 
@@ -127,7 +127,7 @@ def main(argv: Sequence[str] | None = None) -> None:
 
     :param argv: the arguments (``sys.argv[1:]`` when None)
     """
-    from sb3_dirpg.experiments.minigrid_table import evaluation_env, masks_actions
+    from experiments.minigrid_table import evaluation_env, masks_actions
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("model", type=Path, help="a saved model (a table cell's model.zip)")
@@ -141,12 +141,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--params", type=key_value, nargs="+", default=[], metavar="KEY:VALUE",
                         help="the variant's changes, as the table's --params gave them (an env_wrapper changes the env)")
     args = parser.parse_args(argv)
-    if not (args.model.is_file() or args.model.with_suffix(".zip").is_file()):
-        parser.error(f"model {args.model}: no such saved model")
     try:
         env_kwargs, env_wrapper = evaluation_env(args.env, args.method, args.params)
     except ValueError as error:
         parser.error(str(error))
+    if not (args.model.is_file() or args.model.with_suffix(".zip").is_file()):
+        parser.error(f"model {args.model}: no such saved model")
     model = load_model(args.model, args.method, masks_actions(env_wrapper))
     if args.loops:
         seeds = range(args.seeds[0], args.seeds[0] + args.seeds[1])

@@ -1,4 +1,4 @@
-"""The MiniGrid table's targets, judged from the table's summary (:func:`~sb3_dirpg.experiments.minigrid_table.summarize`).
+"""The MiniGrid table's targets, judged from the table's summary (:func:`~experiments.minigrid_table.summarize`).
 
 The targets (issue 25):
 
@@ -221,7 +221,7 @@ def _break_ties(methods: dict[str, Any], tied: Sequence[str], budget: float) -> 
 
 
 def judge(summary: dict[str, Any]) -> dict[str, Any]:
-    """:param summary: :func:`~sb3_dirpg.experiments.minigrid_table.summarize`'s output (the four methods, and the
+    """:param summary: :func:`~experiments.minigrid_table.summarize`'s output (the four methods, and the
         ``@fine`` cells where there are any)
     :return: per env: DirPG's and each baseline's median interactions to 0.9 within the budget, whether DirPG reaches
         0.9 and is faster than the best baseline that does (a tie broken by the ``@fine`` cells), the Unsolved verdict

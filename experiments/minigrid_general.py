@@ -1,14 +1,14 @@
 """The one MiniGrid setting on MiniGrid envs that no entry was tuned on, beside rl-zoo3's MiniGrid PPO block.
 
-``python -m sb3_dirpg.experiments.minigrid_general --envs ... --seeds 0 1 2 --methods dirpg ppo`` trains each cell in a
+``python -m experiments.minigrid_general --envs ... --seeds 0 1 2 --methods dirpg ppo`` trains each cell in a
 subprocess through rl-zoo3's own entry points, evaluated on 200 held-out maps, sampled and greedy, at 20 points of the
-budget (:class:`~sb3_dirpg.experiments.held_out.HeldOutEvaluation`; a cell stops once both are at 0.95 three times):
+budget (:class:`~experiments.held_out.HeldOutEvaluation`; a cell stops once both are at 0.95 three times):
 
 * ``dirpg``: the one setting (:func:`~sb3_dirpg.envs.minigrid.setting.minigrid_setting`), through the zoo bridge, with
   a hyperparameter file that holds only the setting's entry (so a tuned entry of ``dirpg.yml`` never stands in);
 * ``ppo``: rl-zoo3's MiniGrid block (its ``MiniGrid-Empty-Random-5x5-v0`` entry, which its other MiniGrid entries
   merge, with only ``n_timesteps`` changed), repaired with the float32 cast after ``FlatObsWrapper``
-  (:data:`~sb3_dirpg.experiments.minigrid_table.cells.FLOAT32_CAST`), trained by ``rl_zoo3.train``.
+  (:data:`~experiments.minigrid_table.cells.FLOAT32_CAST`), trained by ``rl_zoo3.train``.
 
 Both are evaluated on the env as ``gym.make`` builds it, with MiniGrid's own step limit, and the method's observation
 wrappers. ``--report`` writes ``minigrid_general.{json,md,png}`` and the ``minigrid general`` block of the results
@@ -30,7 +30,16 @@ from typing import Any
 import numpy as np
 import yaml
 
-from sb3_dirpg.experiments.common import default_out, nonnegative_int, positive_int, refresh_block, write_json
+from experiments.common import (
+    default_out,
+    key_value,
+    nonnegative_int,
+    parse_params,
+    positive_int,
+    refresh_block,
+    subprocess_env,
+    write_json,
+)
 
 #: MiniGrid envs outside the MiniGrid table and the frontier, one or two per family
 ENVS = (
@@ -58,20 +67,28 @@ LEVEL = 0.9
 PPO_BLOCK_ENTRY = "MiniGrid-Empty-Random-5x5-v0"
 
 
-def method_entry(env_id: str, method: str, budget: int) -> dict[str, Any]:
+def method_entry(env_id: str, method: str, budget: int, params: Sequence[str] = ()) -> dict[str, Any]:
     """:param env_id: a MiniGrid id
     :param method: ``dirpg`` or ``ppo``
     :param budget: interactions
+    :param params: a variant's ``KEY:VALUE`` changes of the entry
     :return: the hyperparameter entry the method trains with on the env"""
+    from experiments.minigrid_table.cells import load_yaml, repaired, zoo_ppo_file
     from sb3_dirpg.envs.minigrid.setting import minigrid_setting
-    from sb3_dirpg.experiments.minigrid_table.cells import load_yaml, repaired, zoo_ppo_file
 
     if method == "dirpg":
-        return {**minigrid_setting(env_id).zoo_entry(), "n_timesteps": float(budget)}
-    if method == "ppo":
+        entry = minigrid_setting(env_id).zoo_entry()
+    elif method == "ppo":
         block = dict(load_yaml(zoo_ppo_file())[PPO_BLOCK_ENTRY])
-        return {**block, "env_wrapper": repaired(block.get("env_wrapper")), "n_timesteps": float(budget)}
-    raise ValueError(f"method {method!r}: choose from {', '.join(METHODS)}")
+        entry = {**block, "env_wrapper": repaired(block.get("env_wrapper"))}
+    else:
+        raise ValueError(f"method {method!r}: choose from {', '.join(METHODS)}")
+    return {**entry, **parse_params(params), "n_timesteps": float(budget)}
+
+
+def label(method: str, tag: str = "") -> str:
+    """:return: the name of a method's cells: the method, or ``method-tag`` for a variant"""
+    return f"{method}-{tag}" if tag else method
 
 
 def cell_folder(runs: Path, env_id: str, method: str, seed: int) -> Path:
@@ -79,7 +96,9 @@ def cell_folder(runs: Path, env_id: str, method: str, seed: int) -> Path:
     return runs / env_id / f"{method}-s{seed}"
 
 
-def command(runs: Path, env_id: str, method: str, seed: int, budget: int) -> list[str]:
+def command(
+    runs: Path, env_id: str, method: str, seed: int, budget: int, tag: str = "", params: Sequence[str] = ()
+) -> list[str]:
     """Write the cell's hyperparameter file and return the command that trains it.
 
     :param runs: the folder of all cells
@@ -87,16 +106,18 @@ def command(runs: Path, env_id: str, method: str, seed: int, budget: int) -> lis
     :param method: ``dirpg`` or ``ppo``
     :param seed: the training seed
     :param budget: interactions
+    :param tag: names a variant of the method ("" for none)
+    :param params: the variant's ``KEY:VALUE`` changes of the entry
     :return: the command line
     """
-    folder = cell_folder(runs, env_id, method, seed)
+    folder = cell_folder(runs, env_id, label(method, tag), seed)
     folder.mkdir(parents=True, exist_ok=True)
-    settings = method_entry(env_id, method, budget)
+    settings = method_entry(env_id, method, budget, params)
     conf = folder / "hyperparams.yml"
     conf.write_text(yaml.safe_dump({env_id: settings}))
     evaluation = dict(record=str(folder / "record.json"), env_id=env_id, budget=budget, env_kwargs={},
                       env_wrapper=settings.get("env_wrapper"), points=POINTS, stop_level=0.95, stop_after=3)  # fmt: skip
-    callback = {"sb3_dirpg.experiments.held_out.HeldOutEvaluation": evaluation}
+    callback = {"experiments.held_out.HeldOutEvaluation": evaluation}
     head = [sys.executable, "-m", "sb3_dirpg.integrations.zoo", "train", "--algo", "dirpg"] if method == "dirpg" else \
         [sys.executable, "-m", "rl_zoo3.train", "--algo", "ppo", "--gym-packages", "minigrid"]  # fmt: skip
     return [*head, "--conf-file", str(conf), "--env", env_id, "--seed", str(seed), "-n", str(budget), "--num-threads", "1",
@@ -113,22 +134,30 @@ def finished(folder: Path, budget: int) -> bool:
     return "stopped_early" in record or bool(record["points"]) and record["points"][-1]["interactions"] >= budget
 
 
-def run_cell(runs: Path, env_id: str, method: str, seed: int, budget: int) -> None:
+def run_cell(runs: Path, env_id: str, method: str, seed: int, budget: int, tag: str = "", params: Sequence[str] = ()) -> None:
     """Train one cell unless it has finished (its output goes to ``train.log``)."""
-    folder = cell_folder(runs, env_id, method, seed)
+    folder = cell_folder(runs, env_id, label(method, tag), seed)
     if finished(folder, budget):
         return
-    cmd = command(runs, env_id, method, seed, budget)
+    cmd = command(runs, env_id, method, seed, budget, tag, params)
+    method = label(method, tag)
     print(f"start {env_id} {method} seed {seed}", flush=True)
     with open(folder / "train.log", "w") as log:
-        result = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT, check=False)
+        result = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT, check=False, env=subprocess_env())
     print(f"{'done' if result.returncode == 0 else 'FAILED'}: {env_id} {method} seed {seed}", flush=True)
 
 
+def labels_present(runs: Path, envs: Sequence[str]) -> list[str]:
+    """:return: the methods and variants with a cell on any of the envs, the plain methods first"""
+    found = {path.name.rsplit("-s", 1)[0] for env_id in envs for path in (runs / env_id).glob("*-s*") if path.is_dir()}
+    return [*[m for m in METHODS if m in found], *sorted(found - set(METHODS))]
+
+
 def summarize(runs: Path, envs: Sequence[str], methods: Sequence[str]) -> dict[str, Any]:
-    """:return: per env and method, each seed's first interactions to 0.9 (sampled, greedy), end success and training
+    """:param methods: the methods and variants (``method-tag``) to summarize
+    :return: per env and method, each seed's first interactions to 0.9 (sampled, greedy), end success and training
     wall time to 0.9 on both"""
-    from sb3_dirpg.experiments.frontier import first_at
+    from experiments.frontier import first_at
 
     out: dict[str, Any] = {}
     for env_id in envs:
@@ -166,8 +195,8 @@ def _median(values: Sequence[int | None]) -> float | None:
 def group(env_id: str) -> str:
     """:param env_id: an env
     :return: ``table`` or ``frontier`` where the project's tuned entries were made, ``untuned`` elsewhere"""
-    from sb3_dirpg.experiments.frontier import TARGETS
-    from sb3_dirpg.experiments.minigrid_table import ENVS as TABLE_ENVS
+    from experiments.frontier import TARGETS
+    from experiments.minigrid_table import ENVS as TABLE_ENVS
 
     return "table" if env_id in TABLE_ENVS else "frontier" if env_id in TARGETS else "untuned"
 
@@ -201,7 +230,9 @@ def figure(summary: dict[str, Any]) -> Any:
     cols = 5
     rows = max(1, -(-len(envs) // cols))
     fig, axes = plt.subplots(rows, cols, figsize=(3.2 * cols, 2.6 * rows), squeeze=False)
-    colors = {"dirpg": "tab:blue", "ppo": "tab:orange"}
+    labels = sorted({method for methods in summary.values() for method in methods}, key=lambda m: (m not in METHODS, m))
+    palette = ["tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown"]
+    colors = {method: palette[i % len(palette)] for i, method in enumerate(labels)}
     for ax, env_id in zip(axes.flat, envs):
         for method, seeds in summary[env_id].items():
             for seed in seeds:
@@ -228,28 +259,37 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     :return: the summary"""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--envs", nargs="+", default=None,
-                        help="MiniGrid ids (default: the module's ENVS; with --report, every env with a cell)")
+                        help="MiniGrid ids to train (default: the module's ENVS); with --report, those printed (the report "
+                        "files cover every cell)")
     parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS)
     parser.add_argument("--seeds", nargs="+", type=nonnegative_int, default=[0, 1, 2])
     parser.add_argument("--budget", type=positive_int, default=BUDGET, help="interactions per cell (%(default)s)")
     parser.add_argument("--procs", type=positive_int, default=2, help="cells trained at once, one core each")
-    parser.add_argument("--report", action="store_true", help="only write the report of the cells run so far")
+    parser.add_argument("--tag", default="", help="names a variant of the methods (with --params): its cells are METHOD-TAG")
+    parser.add_argument("--params", type=key_value, nargs="+", default=[], metavar="KEY:VALUE",
+                        help="the variant's changes of the methods' entries (rl-zoo3's -params syntax)")
+    parser.add_argument("--report", action="store_true",
+                        help="only write the report of the cells run so far (every method and variant with a cell)")
     parser.add_argument("--out", type=Path, default=default_out(), help="results folder (%(default)s)")
     args = parser.parse_args(argv)
-    if args.budget < POINTS or args.procs < 1:
-        raise SystemExit(f"--budget must be at least {POINTS} and --procs at least 1")
+    if args.budget < POINTS:
+        parser.error(f"--budget must be at least {POINTS} (one evaluation per point)")
+    if bool(args.tag) != bool(args.params) or (args.tag and not args.tag.isalnum()):
+        parser.error("--tag (letters and digits) goes with --params: a variant has a name and the settings it changes")
     runs = args.out / "minigrid_general"
-    if args.envs is None:
-        present = sorted(path.name for path in runs.iterdir() if path.is_dir()) if runs.is_dir() else []
-        args.envs = sorted(present, key=lambda env_id: ("table", "frontier", "untuned").index(group(env_id))) \
-            if args.report else list(ENVS)  # fmt: skip
+    present = sorted(path.name for path in runs.iterdir() if path.is_dir()) if runs.is_dir() else []
     if not args.report:
-        for env_id in args.envs:  # a bad id fails here, before any training
-            method_entry(env_id, "dirpg", args.budget)
-        cells = [(env_id, method, seed) for seed in args.seeds for env_id in args.envs for method in args.methods]
+        envs = args.envs or list(ENVS)
+        for env_id in envs:  # a bad id or setting fails here, before any training
+            for method in args.methods:
+                method_entry(env_id, method, args.budget, args.params)
+        cells = [(env_id, method, seed) for seed in args.seeds for env_id in envs for method in args.methods]
         with ThreadPoolExecutor(max_workers=args.procs) as pool:
-            list(pool.map(lambda cell: run_cell(runs, *cell, args.budget), cells))
-    summary = summarize(runs, args.envs, args.methods)
+            list(pool.map(lambda cell: run_cell(runs, *cell, args.budget, args.tag, args.params), cells))
+        present = sorted(path.name for path in runs.iterdir() if path.is_dir())
+    # the report covers every cell on disk, whatever this run trained
+    envs = sorted(present, key=lambda env_id: (("table", "frontier", "untuned").index(group(env_id)), env_id))
+    summary = summarize(runs, envs, labels_present(runs, envs))
     write_json(args.out / "minigrid_general.json", summary)
     text = table(summary)
     (args.out / "minigrid_general.md").write_text(text)
@@ -258,6 +298,9 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     page = args.out.parent / "results.md"
     if page.is_file():
         refresh_block(page, "minigrid general", text)
+    if args.envs:
+        summary = {env_id: methods for env_id, methods in summary.items() if env_id in args.envs}
+        text = table(summary)
     print(text)
     return summary
 

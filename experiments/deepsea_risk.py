@@ -16,8 +16,8 @@ per (ε, seed), 32 episodes per update, with Adam at learning rate 0.02 (``--lr`
 finish in a few minutes; ``--full`` uses the paper's 400,000 episodes and learning rate 1e-3, 8 episodes per update
 (hours).
 
-    python -m sb3_dirpg.experiments.deepsea_risk
-    python -m sb3_dirpg.experiments.deepsea_risk --full --seeds 5
+    python -m experiments.deepsea_risk
+    python -m experiments.deepsea_risk --full --seeds 5
 """
 
 from __future__ import annotations
@@ -30,10 +30,10 @@ import gymnasium as gym
 import numpy as np
 import torch as th
 
+from experiments.common import experiment_parser, mean_and_spread, plot_band, positive_int, save_results, setup_run
+from experiments.gaussian_choice import hermite_nodes
 from sb3_dirpg import DirPG
 from sb3_dirpg.envs.deepsea import DeepSeaRiskEnv
-from sb3_dirpg.experiments.common import experiment_parser, mean_and_spread, plot_band, positive_int, save_results, setup_run
-from sb3_dirpg.experiments.gaussian_choice import hermite_nodes
 
 NAME = "deepsea_risk"
 ENV_ID = "sb3_dirpg/DeepSeaRisk-v0"

@@ -1,0 +1,5 @@
+"""``python -m experiments.minigrid_table``."""
+
+from experiments.minigrid_table.cli import main
+
+main()
