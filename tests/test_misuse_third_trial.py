@@ -144,3 +144,29 @@ def test_refining_settings_that_act_are_taken() -> None:
         warnings.simplefilter("error")
         DirPG("MlpPolicy", chain(4), **{**SETTINGS, "stop_on_success": True, "refine_success": True, "refine_budget": 24})
         DirPG("MlpPolicy", chain(4), **SETTINGS, stop_on_success=True, refine_from=0.9, refine_settings=dict(gamma=0.9))
+
+
+def test_settings_read_once_are_refused_after_the_model_is_built_with_what_to_do(tmp_path: object) -> None:
+    """``seed``, ``device`` and ``policy_kwargs`` are read once, when the networks are built: assigning them later
+    changed nothing (issue 81: "settings assigned after construction that are read only once"). They are refused with
+    the way that works, which still does (``load`` takes them)."""
+    model = DirPG("MlpPolicy", chain(4), **SETTINGS)
+    for name, value, fix in (("seed", 3, "set_random_seed"), ("device", "cpu", "load"), ("policy_kwargs", {}, "new model")):
+        with pytest.raises(ValueError, match=f"{name} cannot change after the model is built.*{fix}"):
+            setattr(model, name, value)
+    model.save(f"{tmp_path}/model")
+    assert DirPG.load(f"{tmp_path}/model", env=chain(4), seed=4, device="cpu").seed == 4
+
+
+def test_stats_window_size_assigned_later_resizes_the_windows_sb3_reads() -> None:
+    """SB3 keeps ``stats_window_size`` as ``_stats_window_size`` and sizes its episode windows from it: assigning the
+    public name used to add an attribute nothing read. Now it resizes the windows, keeping their latest episodes."""
+    model = DirPG("MlpPolicy", chain(4), **{**SETTINGS, "stats_window_size": 7})
+    model.learn(600)
+    assert model.ep_info_buffer.maxlen == 7 and len(model.ep_info_buffer) == 7
+    latest = list(model.ep_info_buffer)[-3:]
+    model.stats_window_size = 3
+    assert model._stats_window_size == 3 and list(model.ep_info_buffer) == latest
+    assert model.ep_success_buffer.maxlen == 3
+    with pytest.raises(ValueError, match="stats_window_size must be a positive int"):
+        model.stats_window_size = 0

@@ -8,6 +8,7 @@ import numbers
 import pathlib
 import time
 import warnings
+from collections import deque
 from typing import Any, ClassVar, TypeVar
 
 import gymnasium as gym
@@ -163,6 +164,29 @@ class SimulatorAlgorithm(IterativeAlgorithm):
     SETTING_CHECKS: ClassVar[dict[str, Any]] = {}
     #: the settings the simulators are built with: assigning one builds them again (checked as at construction)
     SIMULATOR_SETTINGS: ClassVar[tuple[str, ...]] = ("heuristic", "simulator_backend")
+    #: the settings read once, when the networks are built: assigning one later would change nothing, so it is refused
+    #: with what to do instead
+    FIXED_AFTER_SETUP: ClassVar[dict[str, str]] = {
+        "policy_kwargs": "the policy is built from them once: build a new model",
+        "device": "the networks are built on it once: pass device= to load() (or call model.policy.to(device))",
+        "seed": "the generators are seeded from it once: call model.set_random_seed(seed)",
+    }
+
+    @property
+    def stats_window_size(self) -> int:
+        """:return: the episodes averaged in the ``rollout/`` statistics (SB3 keeps it as ``_stats_window_size``;
+            assigning it resizes the windows, keeping their latest episodes)"""
+        return self._stats_window_size
+
+    @stats_window_size.setter
+    def stats_window_size(self, value: int) -> None:
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral) or value < 1:
+            raise ValueError(f"{type(self).__name__}: stats_window_size must be a positive int, got {value!r}")
+        self._stats_window_size = int(value)
+        for name in ("ep_info_buffer", "ep_success_buffer"):
+            window = getattr(self, name, None)
+            if window is not None:
+                setattr(self, name, deque(window, maxlen=int(value)))
 
     @classmethod
     def check_setting(cls, name: str, value: Any) -> Any:
@@ -181,6 +205,9 @@ class SimulatorAlgorithm(IterativeAlgorithm):
         :param value: its new value
         """
         value = self.check_setting(name, value)
+        if name in self.FIXED_AFTER_SETUP and getattr(self, "policy", None) is not None:
+            raise ValueError(f"{type(self).__name__}: {name} cannot change after the model is built: "
+                             f"{self.FIXED_AFTER_SETUP[name]}")  # fmt: skip
         if name == "ema_decay" and getattr(self, "policy", None) is not None:
             kept = self.__dict__.get("policy_average")
             average = None if value is None else make_policy_average(self.policy, value, start=kept)
