@@ -1,7 +1,7 @@
 """Properties of the misuse checks. Issue 23: an env with randomly injected defects is either refused at construction
 with an error that names it, or trains exactly as the same env without the defects. Issue 46: a setting given to the
 constructor, assigned after it or passed to ``load`` gives the same search or the same refusal, with heuristic bounds
-whose sides are drawn infinite or finite."""
+whose sides are drawn infinite or finite; issue 81 adds the refining settings that cannot act."""
 
 from __future__ import annotations
 
@@ -138,6 +138,9 @@ SETTING_VALUES: dict[str, list[Any]] = {
     "update_per_episode": [True, "yes"],
     "n_epochs": [1, 3, 0, 2.5, True],
     "clip_range": [0.2, 0.0, 1.5, "0.2"],
+    # issue 81: refining settings that cannot act (no refine_success, or a budget above search_budget's 12)
+    "refine_budget": [None, 6, 100, "5"],
+    "refine_from": [None, 0.9],
 }
 
 

@@ -170,3 +170,30 @@ def test_stats_window_size_assigned_later_resizes_the_windows_sb3_reads() -> Non
     assert model.ep_success_buffer.maxlen == 3
     with pytest.raises(ValueError, match="stats_window_size must be a positive int"):
         model.stats_window_size = 0
+
+
+def test_ppo_from_dirpg_says_an_item_policy_is_unsupported() -> None:
+    """An ``ItemPolicy`` has no PPO counterpart: the refusal says so (issue 81: it named a missing parameter)."""
+    from sb3_dirpg.common.item_policy import ItemPolicy
+    from sb3_dirpg.envs.knapsack import KnapsackEnv
+    from sb3_dirpg.integrations.ppo import ppo_from_dirpg
+
+    model = DirPG(ItemPolicy, KnapsackEnv(n_items=4, capacity=1.0), seed=0, device="cpu")
+    with pytest.raises(TypeError, match="ItemPolicy .* no PPO counterpart.*not supported"):
+        ppo_from_dirpg(model)
+
+
+def test_load_takes_an_env_id_as_the_constructor_does(tmp_path: object) -> None:
+    """``DirPG.load(path, env="CartPole-v1")`` builds the env from its id (issue 81: SB3 answered "we expect OpenAI Gym
+    to be installed")."""
+    DirPG("MlpPolicy", "CartPole-v1", search_budget=10, seed=0).save(f"{tmp_path}/model")
+    model = DirPG.load(f"{tmp_path}/model", env="CartPole-v1")
+    assert model.get_env().num_envs == 1 and model.simulator is not None
+
+
+@pytest.mark.parametrize("name", ["ema_decay", "epsilon", "alpha", "gamma", "clip_range"])
+def test_a_number_read_as_a_string_from_yaml_gets_the_yaml_hint(name: str) -> None:
+    """YAML 1.1 (rl-zoo3's files) reads ``999e-3`` as a string; every numeric setting's refusal says how to write it,
+    as ``learning_rate``'s did (issue 81: ``ema_decay`` spoke only of its range)."""
+    with pytest.raises(ValueError, match=rf"{name} .*'999e-3'.*in YAML write a float with a dot"):
+        DirPG("MlpPolicy", chain(4), **{**SETTINGS, name: "999e-3"})

@@ -107,3 +107,62 @@ def test_a_decay_outside_the_unit_interval_is_refused(value: Any) -> None:
     model = small_model(chain(4))
     with pytest.raises(ValueError, match="ema_decay must lie in"):
         model.ema_decay = value
+
+
+def _diverged(decay: float = 0.9) -> DirPG:
+    """:return: a model whose trained policy prefers action 0 everywhere and whose average prefers action 1"""
+    model = small_model(chain(6), ema_decay=decay)
+    _set_preference(model.policy, 0)
+    _set_preference(model.policy_average.module, 1)
+    return model
+
+
+def test_solve_plays_the_policy_predict_acts_with() -> None:
+    """``solve(seeds, 0)``'s greedy trajectory is ``predict(deterministic=True)``'s (issue 81: it was the trained
+    policy's, and differed on 7 of 20 instances): here the average walks the chain to its reward, the trained policy
+    does not."""
+    model = _diverged()
+    solutions = model.solve(list(range(5)), 0)
+    assert [s.reward_sum for s in solutions] == [1.0] * 5
+    assert all(list(s.actions) == [1] * 6 for s in solutions)
+    assert max(s.reward_sum for s in model.solve(list(range(5)), 40)) == 1.0
+
+
+def test_ppo_from_dirpg_starts_from_the_policy_the_model_acts_with() -> None:
+    """The PPO's actor gives the average's action probabilities, not the trained policy's (issue 81: they differed by
+    up to 0.678)."""
+    from sb3_dirpg.integrations.ppo import ppo_from_dirpg
+
+    model = _diverged()
+    ppo = ppo_from_dirpg(model, n_steps=16, batch_size=16)
+    obs = th.as_tensor(np.stack([model.observation_space.sample() for _ in range(8)]))
+    ours = model.acting_policy.get_distribution(obs).distribution.probs
+    theirs = ppo.policy.get_distribution(obs).distribution.probs
+    assert th.allclose(ours, theirs, atol=1e-6)
+    assert not th.allclose(model.policy.get_distribution(obs).distribution.probs, theirs, atol=1e-2)
+
+
+def test_set_parameters_keeps_the_average_consistent_with_the_weights(tmp_path: Path) -> None:
+    """Parameters without an average (from a model without ``ema_decay``) restart the average from the loaded policy
+    with ``exact_match=False`` and are refused, before anything is loaded, with ``exact_match=True``; parameters with an
+    average go into a model without one only with ``exact_match=False`` (the trained policy alone)."""
+    model = _diverged()
+    plain = small_model(chain(6))
+    _set_preference(plain.policy, 0)
+    before = _weights(model.policy)
+    with pytest.raises(ValueError, match="hold no policy_average.*exact_match=False"):
+        model.set_parameters(plain.get_parameters())
+    assert all(th.equal(a, b) for a, b in zip(before, _weights(model.policy)))  # nothing was loaded
+    model.set_parameters(plain.get_parameters(), exact_match=False)
+    obs = np.stack([model.observation_space.sample() for _ in range(8)])
+    assert (model.predict(obs, deterministic=True)[0] == 0).all()  # the average now starts from the loaded weights
+    assert all(th.equal(a, b) for a, b in zip(_weights(model.policy_average.module), _weights(plain.policy)))
+    averaged = _diverged()
+    with pytest.raises(ValueError, match="hold a policy_average.*set model.ema_decay"):
+        plain.set_parameters(averaged.get_parameters())
+    plain.set_parameters(averaged.get_parameters(), exact_match=False)
+    assert all(th.equal(a, b) for a, b in zip(_weights(plain.policy), _weights(averaged.policy)))
+    averaged.save(tmp_path / "averaged")
+    restored = _diverged()
+    restored.set_parameters(tmp_path / "averaged.zip")  # from a zip, with its average: nothing is restarted
+    assert (restored.predict(obs, deterministic=True)[0] == 1).all()

@@ -368,7 +368,7 @@ class SimulatorAlgorithm(IterativeAlgorithm):
         with a message, instead of loading into a model that fails later) and checking ``kwargs``.
 
         :param path: the zip file (path or file object)
-        :param env: the env to use, or None
+        :param env: the env to use (an env, a VecEnv or an env id), or None
         :param device: torch device
         :param custom_objects: objects to replace when loading (see SB3)
         :param print_system_info: print the system info of the saved model and of this machine
@@ -388,6 +388,8 @@ class SimulatorAlgorithm(IterativeAlgorithm):
                 f"by DirPG, Reinforce or CEM and cannot be loaded as {cls.__name__}. This package converts in the other "
                 "direction only: sb3_dirpg.integrations.ppo.ppo_from_dirpg starts a PPO from a DirPG-trained policy"
             )
+        if isinstance(env, str):
+            env = maybe_make_env(env, 0)  # an env id, as the constructor takes (SB3's load expects an env object)
         # SB3 sets the keyword arguments into the model's __dict__, past the checks of attribute assignment
         kwargs = {key: cls.check_setting(key, value) for key, value in kwargs.items()}
         # set after loading: the saved weights hold an average only when the saved model kept one
@@ -409,8 +411,47 @@ class SimulatorAlgorithm(IterativeAlgorithm):
         """
 
     def _excluded_save_params(self) -> list[str]:
-        excluded = ["simulator", "_obs_transform", "_batch_episode_infos", "_batched_policy_memo", "_warned_unmasked_predict"]
+        excluded = ["simulator", "_obs_transform", "_batch_episode_infos", "_batched_policy_memo", "_acting_policy_memo",
+                    "_warned_unmasked_predict"]  # fmt: skip
         return [*super()._excluded_save_params(), *excluded]
+
+    def set_parameters(
+        self, load_path_or_dict: str | pathlib.Path | io.BufferedIOBase | dict[str, Any], exact_match: bool = True,
+        device: th.device | str = "auto",
+    ) -> None:  # fmt: skip
+        """SB3's ``set_parameters``, keeping the moving average of the weights (``ema_decay``) consistent with them:
+        parameters without an average restart it from the loaded policy (``exact_match=False``); an average in the
+        parameters of a model without one is left out (``exact_match=False``). With ``exact_match=True`` such a
+        mismatch is refused before anything is loaded.
+
+        :param load_path_or_dict: a saved model (path or file) or the dict of ``get_parameters()``
+        :param exact_match: the parameters must cover every module of the model
+        :param device: where to load them
+        """
+        if isinstance(load_path_or_dict, dict):
+            params = dict(load_path_or_dict)
+        else:
+            _, params, _ = load_from_zip_file(load_path_or_dict, device=device, load_data=False)
+        name = type(self).__name__
+        has_average = "policy_average" in params
+        if self.policy_average is not None and not has_average and "policy" in params:
+            if exact_match:
+                raise ValueError(
+                    f"{name}.set_parameters: the parameters hold no policy_average (they come from a model without "
+                    "ema_decay), and this model acts with one: pass exact_match=False to load the policy and restart the "
+                    "average from it, or set model.ema_decay = None first"
+                )
+        if self.policy_average is None and has_average:
+            if exact_match:
+                raise ValueError(
+                    f"{name}.set_parameters: the parameters hold a policy_average (from a model with ema_decay), and "
+                    "this model has none: set model.ema_decay to the saved model's first, or pass exact_match=False to "
+                    "load the trained policy alone"
+                )
+            params.pop("policy_average")
+        super().set_parameters(params, exact_match=exact_match, device=device)
+        if self.policy_average is not None and not has_average and "policy" in params:
+            self.policy_average = make_policy_average(self.policy, self.ema_decay)  # acts with the loaded weights
 
     def _get_torch_save_params(self) -> tuple[list[str], list[str]]:
         averaged = [] if self.policy_average is None else ["policy_average"]
@@ -419,15 +460,36 @@ class SimulatorAlgorithm(IterativeAlgorithm):
     # -- policy evaluation -----------------------------------------------------------------------------------
 
     @property
+    def acting_policy(self) -> BasePolicy:
+        """:return: the policy the model acts with (``predict``, ``solve``, the policy PPO starts from): the moving
+            average of the trained weights with ``ema_decay``, else the trained policy itself"""
+        return self.policy if self.policy_average is None else self.policy_average.module
+
+    @property
     def batched_policy(self) -> BatchedPolicy:
-        """:return: the policy evaluated on raw sub-env observations (VecEnv observation transforms applied), built
-            again only when the policy, the env or the transform changes (so its compiled-forward check runs once)"""
+        """:return: the trained policy evaluated on raw sub-env observations (VecEnv observation transforms applied),
+            built again only when the policy, the env or the transform changes (so its compiled-forward check runs
+            once)"""
+        return self._batched(self.policy, "_batched_policy_memo")
+
+    @property
+    def acting_batched_policy(self) -> BatchedPolicy:
+        """:return: :attr:`acting_policy` evaluated as :attr:`batched_policy` is (the same object without an average)"""
+        if self.policy_average is None:
+            return self.batched_policy
+        return self._batched(self.policy_average.module, "_acting_policy_memo")
+
+    def _batched(self, policy: BasePolicy, memo_name: str) -> BatchedPolicy:
+        """:param policy: a policy of the model
+        :param memo_name: the attribute that keeps its batched form
+        :return: the batched form, built again only when the policy, the env or the transform changes"""
         if self.simulator is None:
             raise ValueError(f"{type(self).__name__} has no env: pass one to the constructor or call set_env()")
-        parts = (self.batched_policy_class, self.policy, self.simulator.simulators[0].observation_space, self._obs_transform)
-        memo = getattr(self, "_batched_policy_memo", None)
+        parts = (self.batched_policy_class, policy, self.simulator.simulators[0].observation_space, self._obs_transform)
+        memo = getattr(self, memo_name, None)
         if memo is None or any(a is not b for a, b in zip(memo[0], parts)):
-            memo = self._batched_policy_memo = (parts, parts[0](*parts[1:]))
+            memo = (parts, parts[0](*parts[1:]))
+            setattr(self, memo_name, memo)
         return memo[1]
 
     def obs_to_policy_tensor(self, obs: list[Any]) -> th.Tensor | dict[str, th.Tensor]:
@@ -487,8 +549,7 @@ class SimulatorAlgorithm(IterativeAlgorithm):
                     "or evaluate with sb3_dirpg.common.evaluation.evaluate_policy, which does",
                     stacklevel=2,
                 )
-        policy = self.policy if self.policy_average is None else self.policy_average.module
-        return policy.predict(observation, state, episode_start, deterministic, action_masks=action_masks)
+        return self.acting_policy.predict(observation, state, episode_start, deterministic, action_masks=action_masks)
 
     # -- learning --------------------------------------------------------------------------------------------
 
@@ -588,7 +649,7 @@ def _optional_positive_int(name: str) -> Any:
         if value is None:
             return None
         if isinstance(value, bool) or not isinstance(value, numbers.Real) or int(value) != value or value < 1:
-            raise ValueError(f"{algo}: {name} must be a positive integer or None, got {value!r}")
+            raise ValueError(f"{algo}: {name} must be a positive integer or None, got {value!r}{yaml_number_hint(value)}")
         return int(value)
 
     return check
@@ -596,7 +657,7 @@ def _optional_positive_int(name: str) -> Any:
 
 def _check_gamma(algo: str, value: Any) -> float:
     if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0.0 < value <= 1.0:
-        raise ValueError(f"{algo}: gamma must be a number in (0, 1], got {value!r}")
+        raise ValueError(f"{algo}: gamma must be a number in (0, 1], got {value!r}{yaml_number_hint(value)}")
     return float(value)
 
 
@@ -614,13 +675,25 @@ def _check_max_grad_norm(algo: str, value: Any) -> float | None:
     return float(value)
 
 
+def yaml_number_hint(value: Any) -> str:
+    """:param value: a setting that should have been a number
+    :return: for a string, how to write the number (YAML 1.1, which rl-zoo3's files use, reads ``1e-3`` and
+        ``999e-3`` as strings); else an empty string"""
+    if not isinstance(value, str):
+        return ""
+    return (
+        f" (a string: pass float({value!r}); in YAML write a float with a dot, e.g. 1.0e-3, since YAML 1.1 reads 1e-3 "
+        "as a string)"
+    )
+
+
 def _check_ema_decay(algo: str, value: Any) -> float | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0.0 < value < 1.0:
         raise ValueError(
             f"{algo}: ema_decay must lie in (0, 1), e.g. 0.999 to average about the last 1,000 optimizer steps, or be None "
-            f"(act with the trained policy), got {value!r}"
+            f"(act with the trained policy), got {value!r}{yaml_number_hint(value)}"
         )
     return float(value)
 
@@ -650,15 +723,9 @@ def check_learning_rate(learning_rate: Any, algo: str) -> None:
     """
     if callable(learning_rate) or (isinstance(learning_rate, numbers.Real) and not isinstance(learning_rate, bool)):
         return
-    hint = ""
-    if isinstance(learning_rate, str):
-        hint = (
-            f" (a string: pass float({learning_rate!r}); in YAML write a float with a dot, e.g. 1.0e-3, since YAML 1.1 "
-            "reads 1e-3 as a string)"
-        )
     raise ValueError(
         f"{algo}: learning_rate must be a number or a schedule (a callable of the remaining progress), got "
-        f"{learning_rate!r} of type {type(learning_rate).__name__}{hint}"
+        f"{learning_rate!r} of type {type(learning_rate).__name__}{yaml_number_hint(learning_rate)}"
     )
 
 

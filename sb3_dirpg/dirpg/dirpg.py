@@ -27,7 +27,7 @@ from sb3_dirpg.dirpg.update import SearchShare, UpdateSteps, concat_steps, greed
 from sb3_dirpg.dirpg.workers import SearchPool, check_worker_payload, make_search_pool
 from sb3_dirpg.search import EpisodeSearch, SearchConfig, SearchResult, TopDownSearch
 from sb3_dirpg.search.config import breadth_first_astar
-from sb3_dirpg.search.protocols import Heuristic
+from sb3_dirpg.search.protocols import Heuristic, PolicyFunction
 from sb3_dirpg.simulator import strip_monitor
 from sb3_dirpg.simulator.cloners import env_name
 
@@ -306,6 +306,7 @@ class DirPG(BatchSearch, SimulatorAlgorithm):
         config: SearchConfig | None = None,
         callback: BaseCallback | None = None,
         rng: np.random.Generator | list[np.random.Generator] | None = None,
+        policy_fn: PolicyFunction | None = None,
     ) -> SearchResult:
         """Run the search for one episode per seed with the current policy (no update).
 
@@ -313,12 +314,14 @@ class DirPG(BatchSearch, SimulatorAlgorithm):
         :param config: search settings (default: :meth:`search_config`)
         :param callback: called once per lockstep iteration (counts ``num_timesteps``), or None
         :param rng: the search noise: one generator per episode, or one to spawn them from (default: the model's)
+        :param policy_fn: the policy to search with (default: the trained policy's search function)
         :return: the search result
         """
         if self.simulator is None:
             raise ValueError("DirPG.search() needs an env: pass one to the constructor or call set_env()")
         self.simulator.ensure_simulators(len(seeds))
-        search = TopDownSearch(self.simulator, self.search_policy_function(), config or self.search_config())
+        policy_fn = self.search_policy_function() if policy_fn is None else policy_fn
+        search = TopDownSearch(self.simulator, policy_fn, config or self.search_config())
         hook = self._iteration_hook(callback) if callback is not None else None
         return search.run(seeds, self._search_rng if rng is None else rng, on_iteration=hook)
 
@@ -344,13 +347,14 @@ class DirPG(BatchSearch, SimulatorAlgorithm):
         if self.simulator is None:
             raise ValueError("DirPG.solve() needs an env: pass one to the constructor, to load(), or call set_env()")
         self.simulator.ensure_simulators(len(seeds))
-        greedy = greedy_trajectories(self.simulator, self.policy_logits, seeds, self.horizon)
+        acting = self.acting_batched_policy  # the policy predict() acts with (the average, with ema_decay)
+        greedy = greedy_trajectories(self.simulator, acting.logits, seeds, self.horizon)
         result = None
         if budget > 0:
             settings = dict(priority="gumbel", alpha=0.0, early_stop=False, stop_on_success=False, record_trajectories=True)
             config = self.search_config(**{**settings, "budget": int(budget), **overrides})
             rng = np.random.default_rng(np.random.SeedSequence([*seeds, len(seeds)]))
-            result = self.search(seeds, config=config, rng=rng)
+            result = self.search(seeds, config=config, rng=rng, policy_fn=acting.search_function())
         return best_solutions(greedy, result, seeds)
 
     def collect_rollouts(self, callback: BaseCallback) -> bool:

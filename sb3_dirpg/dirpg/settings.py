@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from sb3_dirpg.common.simulator_algorithm import yaml_number_hint
 from sb3_dirpg.dirpg.workers import check_parallel_backend
 from sb3_dirpg.search import PRIORITIES
 from sb3_dirpg.search.config import check_flag
@@ -139,7 +140,9 @@ def _real(name: str, convert: type = float) -> Any:
 
     def check(algo: str, value: Any) -> Any:
         if isinstance(value, bool) or not isinstance(value, numbers.Real):
-            raise ValueError(f"{algo}: {name} must be a real number, got {value!r} of type {type(value).__name__}")
+            raise ValueError(
+                f"{algo}: {name} must be a real number, got {value!r} of type {type(value).__name__}{yaml_number_hint(value)}"
+            )
         return convert(value)
 
     return check

@@ -13,6 +13,7 @@ from stable_baselines3 import PPO
 from stable_baselines3.common.type_aliases import GymEnv
 from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper, VecNormalize
 
+from sb3_dirpg.common.item_policy import ItemPolicy
 from sb3_dirpg.common.policies import DirPGPolicy
 from sb3_dirpg.common.simulator_algorithm import SimulatorAlgorithm
 
@@ -48,7 +49,8 @@ def ppo_from_dirpg(
 
     The PPO policy gets the model's ``net_arch`` (as ``pi``), activation, features extractor (shared between actor
     and critic, as in SB3's default) and ``normalize_images``; the features extractor, ``mlp_extractor.policy_net``
-    and ``action_net`` weights are copied, so the PPO policy gives exactly the model's action probabilities. The value
+    and ``action_net`` weights of the policy the model acts with (:attr:`acting_policy`: the average of its weights with
+    ``ema_decay``) are copied, so the PPO policy gives exactly the model's action probabilities. The value
     network (``mlp_extractor.value_net`` and ``value_net``) starts from PPO's own initialisation, and the optimizer
     starts fresh. Since the features extractor is shared, the first PPO updates also move the actor's features
     while the critic is still poor: consider a smaller ``learning_rate`` or pass ``policy_kwargs=dict(
@@ -63,7 +65,12 @@ def ppo_from_dirpg(
         a ``policy_kwargs`` entry is merged over the copied network settings (it may not change the actor's shapes)
     :return: the new PPO or MaskablePPO
     """
-    policy = model.policy
+    policy = model.acting_policy  # what the model acts with: the average of its weights with ema_decay
+    if isinstance(policy, ItemPolicy):
+        raise TypeError(
+            "ppo_from_dirpg: an ItemPolicy scores each row of the observation with one network, which has no PPO "
+            "counterpart (SB3's PPO policies map the whole observation to the actions): fine-tuning it is not supported"
+        )
     if not isinstance(policy, DirPGPolicy):
         raise TypeError(f"ppo_from_dirpg needs a model with a DirPGPolicy, got {type(policy).__name__}")
     env = model.get_env() if env is None else env
