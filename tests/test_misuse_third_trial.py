@@ -13,6 +13,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 import torch as th
+from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.evaluation import evaluate_policy as sb3_evaluate_policy
 
 from sb3_dirpg import DirPG
@@ -197,3 +198,44 @@ def test_a_number_read_as_a_string_from_yaml_gets_the_yaml_hint(name: str) -> No
     as ``learning_rate``'s did (issue 81: ``ema_decay`` spoke only of its range)."""
     with pytest.raises(ValueError, match=rf"{name} .*'999e-3'.*in YAML write a float with a dot"):
         DirPG("MlpPolicy", chain(4), **{**SETTINGS, name: "999e-3"})
+
+
+class _Batches(BaseCallback):
+    """Records, per batch, the interactions of each searched episode and the optimizer steps made so far."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.interactions: list[list[int]] = []
+        self.updates: list[int] = []
+
+    def _on_step(self) -> bool:
+        return True
+
+    def _on_rollout_end(self) -> None:
+        self.interactions.append([episode.interactions for episode in self.locals["search"]])
+        self.updates.append(self.model._n_updates)
+
+
+@pytest.mark.parametrize("lookahead", [1, 4])
+def test_settings_assigned_between_batches_act_from_the_next_batch_even_on_batches_searched_ahead(lookahead: int) -> None:
+    """The class docstring's promise, for the settings that shape a batch (issue 81, "settings that do not take
+    effect"): ``search_budget``, ``max_episode_steps``, ``batch_episodes`` and ``n_epochs`` assigned after a batch act
+    on the next one, also where ``lookahead`` searched batches ahead with the old values."""
+    model = DirPG("MlpPolicy", chain(6), **{**SETTINGS, "search_budget": 60, "batch_episodes": 2, "lookahead": lookahead})
+    batches = _Batches()
+    model.learn(100, callback=batches)
+    assert batches.interactions[0] == [66, 66]  # a chain of 6 steps, then the whole budget
+    for name, value, expected in (("search_budget", 1, [7, 7]), ("max_episode_steps", 3, [4, 4]),
+                                  ("batch_episodes", 3, [4, 4, 4])):  # fmt: skip
+        setattr(model, name, value)
+        batches = _Batches()
+        model.learn(20, callback=batches, reset_num_timesteps=False)
+        assert batches.interactions[0] == expected, name
+    model.search_budget, model.max_episode_steps = 60, 6  # the chain's reward is reachable again: batches update
+    for epochs in (1, 3):
+        model.n_epochs = epochs
+        batches = _Batches()
+        start = model._n_updates
+        model.learn(3000, callback=batches, reset_num_timesteps=False)
+        steps = np.diff([start, *batches.updates])
+        assert set(steps) <= {0, epochs} and epochs in set(steps), (epochs, steps)

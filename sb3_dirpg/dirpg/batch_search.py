@@ -27,6 +27,7 @@ class BatchSearch:
         :param callback: the training callback
         :return: the batch's outcomes and update steps, or None when the callback asked to stop
         """
+        self._lookahead.keep_size(self.n_batch_episodes)
         if self.lookahead <= 1 and not self._lookahead.drawn:
             drawn = self.draw_batch()
             batch, uncounted = self.search_drawn(drawn, callback)

@@ -98,6 +98,16 @@ class Lookahead:
         while len(self.updated) > self.window:
             self.updated.popleft()
 
+    def keep_size(self, size: int) -> None:
+        """Drop the drawn batches (and their searches) when the batch size changed since they were drawn, so that the
+        next batch has the new size (``batch_episodes`` assigned between batches); they were not counted yet.
+
+        :param size: the episodes of a batch now
+        """
+        if any(len(drawn.seeds) != size for drawn in self.drawn):
+            self.drawn.clear()
+            self.searched.clear()
+
     def forget_searches(self) -> None:
         """Drop the searched shares (the drawn batches stay, to be searched again)."""
         self.searched.clear()
