@@ -239,3 +239,29 @@ def test_settings_assigned_between_batches_act_from_the_next_batch_even_on_batch
         model.learn(3000, callback=batches, reset_num_timesteps=False)
         steps = np.diff([start, *batches.updates])
         assert set(steps) <= {0, epochs} and epochs in set(steps), (epochs, steps)
+
+
+@pytest.mark.parametrize("gamma", [1.0, 0.99])
+def test_refining_that_cannot_improve_warns_once_and_names_gamma(gamma: float) -> None:
+    """With ``gamma=1`` and a goal-only reward (the shaped MiniGrid reward pays the same 100 for every success), every
+    success ties on the return and none can beat ``a_opt``, which holds the largest Gumbel: refining searched on and
+    improved nothing (issue 81: 0 updates on 21 maps, 1,467 interactions against 207). DirPG now warns once, after
+    ``REFINED_WITHOUT_GAIN`` such maps, and names ``gamma < 1``; with ``gamma=0.99`` a shorter success is worth more,
+    refining improves, and nothing is said."""
+    from sb3_dirpg.envs import make_minigrid_env
+    from sb3_dirpg.envs.minigrid import MiniGridCNN
+
+    env = make_minigrid_env("MiniGrid-Empty-Random-5x5-v0", max_steps=40)
+    model = DirPG("MultiInputPolicy", env, seed=0, gamma=gamma, search_budget=120, stop_on_success=True,
+                  refine_success=True, batch_episodes=8, learning_rate=1e-9, device="cpu",
+                  policy_kwargs=dict(features_extractor_class=MiniGridCNN, net_arch=[], normalize_images=False))  # fmt: skip
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model.learn(12_000)
+    said = [str(w.message) for w in caught if "refine_success searched on" in str(w.message)]
+    refined, improved = model._refining_tally
+    if gamma == 1.0:
+        assert refined >= DirPG.REFINED_WITHOUT_GAIN and improved == 0
+        assert len(said) == 1 and "pass gamma < 1" in said[0]
+    else:
+        assert improved > 0 and not said

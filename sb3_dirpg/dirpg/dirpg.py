@@ -523,6 +523,37 @@ class DirPG(BatchSearch, SimulatorAlgorithm):
             )
             self.heuristic_violation = what
 
+    #: maps refined after a successful a_opt, without one improvement, before the warning that refining cannot act
+    REFINED_WITHOUT_GAIN = 20
+
+    def _watch_refining(self, found: list[EpisodeSearch]) -> None:
+        """Warn once where ``refine_success`` searches on after successful ``a_opt`` and never improves: with
+        ``gamma=1`` and a success reward that does not depend on the way (a goal-only reward), every success ties on
+        the return, and none can beat ``a_opt``, which holds the largest Gumbel.
+
+        :param found: the batch's searched episodes
+        """
+        if not (self.stop_on_success and self.refine_success) or getattr(self, "_refining_warned", False):
+            return
+        refined = [ep for ep in found if ep.success_opt and ep.interactions > ep.length_opt]
+        tally = getattr(self, "_refining_tally", (0, 0))
+        tally = (tally[0] + len(refined), tally[1] + sum(ep.improved for ep in refined))
+        self._refining_tally = tally
+        if tally[0] >= self.REFINED_WITHOUT_GAIN and tally[1] == 0:
+            self._refining_warned = True
+            cause = (
+                "with gamma=1 every success ties on the return where the reward does not depend on the way (a goal-only "
+                "reward), so none can beat a_opt: pass gamma < 1 (e.g. 0.99) to make a shorter success worth more, "
+                if self.gamma == 1
+                else "the successes found score no higher D than a_opt: "
+            )
+            warnings.warn(
+                f"DirPG: refine_success searched on after {tally[0]} successful a_opt and improved none; {cause}"
+                "or pass refine_success=False to stop at the first success",
+                UserWarning,
+                stacklevel=3,
+            )
+
     def _log_search(self, episodes: list[EpisodeSearch]) -> None:
         """Record the batch's ``a_opt`` episodes in the ``rollout/`` statistics and log the ``search/`` values.
 
@@ -541,6 +572,7 @@ class DirPG(BatchSearch, SimulatorAlgorithm):
         for ep in found:
             self._record_episode(ep.reward_sum_opt, ep.length_opt, ep.success_opt)
         improved = [ep for ep in found if ep.improved]
+        self._watch_refining(found)
         log = self.logger.record_mean
         log("search/improved_fraction", len(improved) / max(1, len(found)))
         log("search/interactions_per_episode", float(np.mean([ep.interactions for ep in found])))
@@ -639,4 +671,5 @@ class DirPG(BatchSearch, SimulatorAlgorithm):
             pool.close(wait=wait)
 
     def _excluded_save_params(self) -> list[str]:
-        return [*super()._excluded_save_params(), "_worker_pool", "searched_batch", "_warned_breadth_first"]
+        return [*super()._excluded_save_params(), "_worker_pool", "searched_batch", "_warned_breadth_first",
+                "_refining_tally", "_refining_warned"]  # fmt: skip
