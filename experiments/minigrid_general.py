@@ -192,13 +192,26 @@ def _median(values: Sequence[int | None]) -> float | None:
     return None if not np.isfinite(middle) else middle
 
 
+#: the groups of envs, in the report's order
+GROUPS = ("table", "frontier", "tuned", "untuned")
+
+
 def group(env_id: str) -> str:
     """:param env_id: an env
-    :return: ``table`` or ``frontier`` where the project's tuned entries were made, ``untuned`` elsewhere"""
+    :return: ``table`` or ``frontier`` where the project's tuned entries were made for those experiments, ``tuned``
+        for another env with a tuned entry of its own in ``dirpg.yml`` (the paper's MultiRoom-N6, a curriculum stage),
+        ``untuned`` elsewhere"""
     from experiments.frontier import TARGETS
     from experiments.minigrid_table import ENVS as TABLE_ENVS
+    from experiments.minigrid_table.cells import load_yaml
+    from sb3_dirpg.integrations.zoo import default_conf_file
 
-    return "table" if env_id in TABLE_ENVS else "frontier" if env_id in TARGETS else "untuned"
+    if env_id in TABLE_ENVS:
+        return "table"
+    if env_id in TARGETS:
+        return "frontier"
+    own = load_yaml(default_conf_file("dirpg")).get(env_id) or {}
+    return "tuned" if "policy" in own else "untuned"
 
 
 def table(summary: dict[str, Any]) -> str:
@@ -288,7 +301,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
             list(pool.map(lambda cell: run_cell(runs, *cell, args.budget, args.tag, args.params), cells))
         present = sorted(path.name for path in runs.iterdir() if path.is_dir())
     # the report covers every cell on disk, whatever this run trained
-    envs = sorted(present, key=lambda env_id: (("table", "frontier", "untuned").index(group(env_id)), env_id))
+    envs = sorted(present, key=lambda env_id: (GROUPS.index(group(env_id)), env_id))
     summary = summarize(runs, envs, labels_present(runs, envs))
     write_json(args.out / "minigrid_general.json", summary)
     text = table(summary)
