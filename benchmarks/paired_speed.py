@@ -150,7 +150,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("new", type=Path, help="the source tree to compare with it")
     parser.add_argument("--rounds", type=int, default=8)
     parser.add_argument("--interactions", type=int, default=40_000, help="interactions timed per run")
-    parser.add_argument("--workload", choices=("multiroom", "cartpole"), default="multiroom")
+    parser.add_argument("--workload", choices=("multiroom", "cartpole", "doorkey"), default="multiroom")
     parser.add_argument("--batch", type=int, default=32, help="lockstep batch size")
     parser.add_argument("--json", default=None, help="where to write the results")
     args = parser.parse_args(argv)

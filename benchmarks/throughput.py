@@ -105,7 +105,29 @@ def cartpole_workload(scale: float) -> Workload:
     )
 
 
-WORKLOADS = {"multiroom": multiroom_workload, "cartpole": cartpole_workload}
+def doorkey_workload(scale: float) -> Workload:
+    """DoorKey-5x5 with the one MiniGrid setting (issue 79): one map per update and four optimizer steps on it, so the
+    update, not the search, sets the rate (issue 82)."""
+    from sb3_dirpg.envs.minigrid.setting import minigrid_setting
+
+    setting = minigrid_setting("MiniGrid-DoorKey-5x5-v0")
+    kwargs = setting.algorithm_kwargs()
+    policy_kwargs = kwargs.pop("policy_kwargs")
+    kwargs.pop("batch_episodes")  # the benchmark's batch size (1 in the setting)
+    return Workload(
+        name="MiniGrid-DoorKey-5x5-v0",
+        make_env=setting.make_env,
+        dirpg_kwargs=kwargs,
+        policy=setting.policy,
+        policy_kwargs=policy_kwargs,
+        interactions={k: int(v * scale) for k, v in dict(raw=20_000, dirpg=30_000, workers=30_000, naive=8_000,
+                                                         ppo=16_384, reinforce=24_000).items()},  # fmt: skip
+        n_envs=1,
+        batch_candidates=(1, 4, 8),
+    )
+
+
+WORKLOADS = {"multiroom": multiroom_workload, "cartpole": cartpole_workload, "doorkey": doorkey_workload}
 
 
 def raw_step_rate(make_env: Callable[[], gym.Env], n_steps: int, seed: int = 0) -> float:
