@@ -18,7 +18,16 @@ from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecNorm
 
 from sb3_dirpg import DirPG, MiniGridCNN
 from sb3_dirpg.envs import make_minigrid_env
-from tests.helpers import LeakyEnv, LockedEnv, MaskedChainEnv, NoTimeLimitEnv, SparseChainEnv, StopAfter, chain
+from tests.helpers import (
+    LeakyEnv,
+    LockedEnv,
+    MaskableChainEnv,
+    MaskedChainEnv,
+    NoTimeLimitEnv,
+    SparseChainEnv,
+    StopAfter,
+    chain,
+)
 from tests.helpers import small_dirpg as small_model
 
 
@@ -670,7 +679,7 @@ def test_further_epochs_step_along_the_clipped_surrogate() -> None:
         with th.no_grad():
             log_prob = learner.policy.get_distribution(obs, action_masks=steps.masks).log_prob(th.as_tensor(steps.actions))
         searched = None if searched_shift is None else log_prob + searched_shift
-        learner._update(steps, rows, 4, searched)
+        learner._update(learner._update_batch(steps, rows), 4, searched)
         return [p.detach() - b for p, b in zip(learner.policy.parameters(), before)]
 
     dirpg, at_one = moved(None), moved(th.zeros(len(rows)))
@@ -716,13 +725,13 @@ def test_ent_coef_adds_the_entropy_of_the_update_states_to_the_loss() -> None:
     for coef in (0.0, 0.5):
         learner = model(coef)
         dirpg_loss, entropy = loss_and_entropy(learner)
-        loss, _, _ = learner._update(steps, rows, 4)
+        loss, _, _ = learner._update(learner._update_batch(steps, rows), 4)
         assert loss == pytest.approx(dirpg_loss - coef * entropy, rel=1e-5)
     entropies = {}
     for coef in (0.0, 0.5):
         learner = model(coef)
         for _ in range(5):
-            learner._update(steps, rows, 4)
+            learner._update(learner._update_batch(steps, rows), 4)
         entropies[coef] = loss_and_entropy(learner)[1]
     assert entropies[0.5] > entropies[0.0]
     with pytest.raises(ValueError, match="ent_coef must be >= 0"):
@@ -819,3 +828,26 @@ def test_greedy_coef_counts_the_greedy_interactions_and_moves_the_greedy_action(
     learner = small_model(chain(6), seed=3, batch_episodes=8, search_budget=200, epsilon=20.0, greedy_coef=0.5)
     learner.learn(600)
     assert learner.searched_batch.dir_paths is not None and (learner.searched_batch.steps.signs == -0.5).any()
+
+
+@pytest.mark.parametrize("masked", [True, False])
+def test_the_fused_log_prob_is_the_masked_distributions_bit_for_bit(masked: bool) -> None:
+    """``DirPGPolicy.log_prob_and_entropy`` (the update's per-step path, issue 82) gives exactly the log-probabilities
+    and entropies of ``get_distribution(obs, masks)``, bit for bit, and the same gradients."""
+    model = small_model(gym.wrappers.TimeLimit(MaskableChainEnv(6), 6))
+    generator = th.Generator().manual_seed(0)
+    obs = th.rand((32, *model.observation_space.shape), generator=generator)
+    actions = th.randint(0, 3, (32,), generator=generator)
+    masks = th.rand((32, 3), generator=generator) > 0.3
+    masks[th.arange(32), actions] = True
+    masks = masks if masked else None
+    fused_log_prob, fused_entropy = model.policy.log_prob_and_entropy(obs, actions, masks, entropy=True)
+    dist = model.policy.get_distribution(obs, action_masks=masks)
+    assert th.equal(fused_log_prob, dist.log_prob(actions)) and th.equal(fused_entropy, dist.entropy())
+    grads = []
+    for log_prob in (fused_log_prob, dist.log_prob(actions)):
+        model.policy.zero_grad()
+        log_prob.sum().backward(retain_graph=True)
+        grads.append([p.grad.clone() for p in model.policy.parameters()])
+    assert all(th.equal(a, b) for a, b in zip(*grads))
+    assert model.policy.log_prob_and_entropy(obs, actions, masks)[1] is None

@@ -124,6 +124,36 @@ class DirPGPolicy(BasePolicy):
             dist.apply_masking(masks)
         return dist
 
+    def log_prob_and_entropy(
+        self, obs: PyTorchObs, actions: th.Tensor, action_masks: th.Tensor | None = None, entropy: bool = False
+    ) -> tuple[th.Tensor, th.Tensor | None]:
+        """``get_distribution(obs, action_masks).log_prob(actions)`` (and ``.entropy()``), computed op for op as
+        sb3-contrib's masked categorical computes them, so the results are bit-identical, without building and
+        validating the two distribution objects it builds (an update's per-step overhead).
+
+        :param obs: observation tensor(s)
+        :param actions: the actions, shape (batch,)
+        :param action_masks: legal actions, bool tensor of shape (batch, n_actions) (checked by the caller), or None
+        :param entropy: also compute the entropy
+        :return: the log-probabilities, shape (batch,), and the entropies (None unless asked)
+        """
+        logits = self.action_logits(obs).view(-1, self.action_dist.action_dim)
+        logits = logits - logits.logsumexp(dim=-1, keepdim=True)  # Categorical's normalisation
+        # MaskableCategorical normalises again: the masked logits where masks are given, else the normalised ones
+        if action_masks is not None:
+            logits = th.where(action_masks, logits, th.tensor(-1e8, dtype=logits.dtype, device=logits.device))
+        logits = logits - logits.logsumexp(dim=-1, keepdim=True)
+        index, log_pmf = th.broadcast_tensors(actions.long().unsqueeze(-1), logits)
+        log_prob = log_pmf.gather(-1, index[..., :1]).squeeze(-1)
+        if not entropy:
+            return log_prob, None
+        probs = th.nn.functional.softmax(logits, dim=-1)
+        if action_masks is None:
+            p_log_p = th.clamp(logits, min=th.finfo(logits.dtype).min) * probs
+        else:
+            p_log_p = th.where(action_masks, logits * probs, th.tensor(0.0, device=logits.device))
+        return log_prob, -p_log_p.sum(-1)
+
     def forward(self, obs: PyTorchObs, deterministic: bool = False, action_masks: np.ndarray | None = None) -> th.Tensor:
         """:param obs: observation tensor(s)
         :param deterministic: take the most likely legal action

@@ -455,30 +455,40 @@ class DirPG(BatchSearch, SimulatorAlgorithm):
             groups = [np.arange(len(steps.actions))]
         for rows in groups:
             searched_log_prob = None
+            batch = self._update_batch(steps, rows)  # the same tensors for every epoch
             for _ in range(self.n_epochs):
-                loss, grad_norm, log_prob = self._update(steps, rows, 1 if self.update_per_episode else n_episodes,
+                loss, grad_norm, log_prob = self._update(batch, 1 if self.update_per_episode else n_episodes,
                                                          searched_log_prob)  # fmt: skip
                 searched_log_prob = log_prob if searched_log_prob is None else searched_log_prob
                 self.logger.record_mean("train/loss", loss)
                 self.logger.record_mean("train/grad_norm", grad_norm)
         self.logger.record("train/n_updates", self._n_updates, exclude="tensorboard")
 
+    def _update_batch(self, steps: UpdateSteps, rows: np.ndarray) -> tuple[Any, th.Tensor, th.Tensor, th.Tensor]:
+        """:param steps: the batch's update steps
+        :param rows: the steps to use
+        :return: their observations as the policy reads them, actions, legal actions and signs, as tensors"""
+        obs = self.obs_to_policy_tensor([steps.obs[i] for i in rows] if len(rows) < len(steps.obs) else steps.obs)
+        masks = np.asarray(steps.masks[rows], dtype=bool)
+        if not masks.any(axis=1).all():
+            raise ValueError("all-false action mask: every state needs at least one legal action")
+        actions = th.as_tensor(steps.actions[rows], device=self.device)
+        return obs, actions, th.as_tensor(masks, device=self.device), th.as_tensor(steps.signs[rows], device=self.device)
+
     def _update(
-        self, steps: UpdateSteps, rows: np.ndarray, n_episodes: int, searched_log_prob: th.Tensor | None = None
+        self, batch: tuple[Any, th.Tensor, th.Tensor, th.Tensor], n_episodes: int, searched_log_prob: th.Tensor | None = None
     ) -> tuple[float, float, th.Tensor]:
         """One optimizer step on some of a batch's update steps.
 
-        :param steps: the batch's update steps
-        :param rows: the steps to use
+        :param batch: the steps' tensors (:meth:`_update_batch`)
         :param n_episodes: the episodes searched for them (the loss is their mean)
         :param searched_log_prob: None for DirPG's update; for a further epoch (``n_epochs``), the steps'
             log-probabilities under the policy that searched them, whose ratios the clipped surrogate bounds
         :return: the loss, the gradient norm before clipping, and the steps' log-probabilities before the step
         """
-        obs = self.obs_to_policy_tensor([steps.obs[i] for i in rows] if len(rows) < len(steps.obs) else steps.obs)
-        dist = self.policy.get_distribution(obs, action_masks=steps.masks[rows])
-        log_prob = dist.log_prob(th.as_tensor(steps.actions[rows], device=self.device))
-        signs = th.as_tensor(steps.signs[rows], dtype=log_prob.dtype, device=self.device)
+        obs, actions, masks, signs = batch
+        log_prob, entropy = self.policy.log_prob_and_entropy(obs, actions, masks, entropy=self.ent_coef > 0)
+        signs = signs.to(log_prob.dtype)
         if searched_log_prob is None:
             # -(1/ε)·mean over episodes of [log P(a_dir) − log P(a_opt)]; shared prefixes cancel and are left out
             loss = -(signs * log_prob).sum() / (self.epsilon * n_episodes)
@@ -488,8 +498,7 @@ class DirPG(BatchSearch, SimulatorAlgorithm):
             bounded = th.clamp(ratio, 1.0 - self.clip_range, 1.0 + self.clip_range)
             loss = -th.minimum(signs * ratio, signs * bounded).sum() / (self.epsilon * n_episodes)
             self.logger.record_mean("train/clip_fraction", float((ratio != bounded).float().mean()))
-        if self.ent_coef > 0:
-            entropy = dist.entropy()
+        if entropy is not None:
             loss = loss - self.ent_coef * entropy.sum() / n_episodes
             self.logger.record_mean("train/entropy", float(entropy.detach().mean()))
         grad_norm = self._optimizer_step(loss)
