@@ -851,18 +851,3 @@ def test_the_fused_log_prob_is_the_masked_distributions_bit_for_bit(masked: bool
         grads.append([p.grad.clone() for p in model.policy.parameters()])
     assert all(th.equal(a, b) for a, b in zip(*grads))
     assert model.policy.log_prob_and_entropy(obs, actions, masks)[1] is None
-
-
-def test_adams_multi_tensor_step_learns_the_same_parameters() -> None:
-    """DirPG's policies step Adam with its multi-tensor implementation (``foreach``) unless ``optimizer_kwargs`` says
-    otherwise (issue 82: one call per step instead of one per weight tensor); the same seed learns bit-identical
-    parameters either way."""
-    models = [small_model(chain(6), policy_kwargs=dict(net_arch=[16], optimizer_kwargs=kwargs))
-              for kwargs in ({}, {"foreach": False})]  # fmt: skip
-    assert [m.policy.optimizer.defaults["foreach"] for m in models] == [True, False]
-    for m in models:
-        m.learn(1500)
-    assert models[0]._n_updates > 0 and models[0]._n_updates == models[1]._n_updates
-    assert all(th.equal(a, b) for a, b in zip(models[0].policy.parameters(), models[1].policy.parameters()))
-    sgd = small_model(chain(6), policy_kwargs=dict(net_arch=[16], optimizer_class=th.optim.SGD))
-    assert "foreach" not in sgd.policy.optimizer_kwargs and sgd.policy.optimizer.defaults.get("foreach") is None

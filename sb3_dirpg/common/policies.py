@@ -80,15 +80,7 @@ class DirPGPolicy(BasePolicy):
             gains = {self.features_extractor: np.sqrt(2), self.mlp_extractor: np.sqrt(2), self.action_net: 0.01}
             for module, gain in gains.items():
                 module.apply(lambda m, g=gain: self.init_weights(m, gain=g))
-        self.optimizer = self.optimizer_class(self.parameters(), lr=lr_schedule(1), **self._optimizer_settings())
-
-    def _optimizer_settings(self) -> dict[str, Any]:
-        """:return: ``optimizer_kwargs``, with Adam's (and AdamW's) multi-tensor step where they do not choose: the same
-            arithmetic, bit for bit, in one call per step instead of one per weight tensor (an update's per-step
-            overhead, issue 82)"""
-        if issubclass(self.optimizer_class, (th.optim.Adam, th.optim.AdamW)) and "foreach" not in self.optimizer_kwargs:
-            return {**self.optimizer_kwargs, "foreach": True}
-        return dict(self.optimizer_kwargs)
+        self.optimizer = self.optimizer_class(self.parameters(), lr=lr_schedule(1), **self.optimizer_kwargs)
 
     def make_action_net(self, latent_dim: int) -> nn.Module:
         """The layer from the latent vector to the action logits; a subclass may score actions otherwise.
