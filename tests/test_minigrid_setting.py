@@ -18,6 +18,7 @@ from sb3_dirpg.envs.minigrid.action_mask import MiniGridNoOpMask
 from sb3_dirpg.envs.minigrid.setting import (
     ALGORITHM_SETTING,
     BUDGET_PER_STEP,
+    RANDOM_STEPS_EPSILON,
     STEPS_PER_SIDE,
     _path,
     minigrid_setting,
@@ -78,6 +79,10 @@ def test_the_rule_reads_the_env() -> None:
     assert not memory.facts.minigrid_dynamics and any("no action masks" in note for note in memory.notes)
     obstacles = minigrid_setting("MiniGrid-Dynamic-Obstacles-6x6-v0")  # three actions: no masks
     assert not obstacles.facts.masks and obstacles.facts.known_success
+    # its obstacles move at random: the search sees one map's draws, so epsilon is 1 there, 5 elsewhere
+    assert obstacles.facts.random_steps and obstacles.algorithm["epsilon"] == RANDOM_STEPS_EPSILON == 1.0
+    assert any("epsilon 1.0, not 5.0" in note for note in obstacles.notes)
+    assert not any(setting.facts.random_steps for setting in (doorkey, put_near, go_to_door, memory))
     playground = minigrid_setting("MiniGrid-Playground-v0")
     assert not playground.facts.known_success and any("no progress reward" in note for note in playground.notes)
     assert "MiniGridBound" in next(iter(playground.heuristic))
