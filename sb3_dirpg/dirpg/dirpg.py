@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import warnings
+from statistics import fmean
 from typing import Any, ClassVar, TypeVar
 
 import numpy as np
@@ -33,6 +34,12 @@ from sb3_dirpg.simulator.cloners import env_name
 
 SelfDirPG = TypeVar("SelfDirPG", bound="DirPG")
 
+
+
+def _mean(values: list[float]) -> float:
+    """:param values: a batch's values (a few: one per searched map)
+    :return: their mean (NaN for none), without numpy's per-call overhead"""
+    return fmean(values) if values else float("nan")
 
 class DirPG(BatchSearch, SimulatorAlgorithm):
     """Direct Policy Gradients.
@@ -584,27 +591,27 @@ class DirPG(BatchSearch, SimulatorAlgorithm):
         self._watch_refining(found)
         log = self.logger.record_mean
         log("search/improved_fraction", len(improved) / max(1, len(found)))
-        log("search/interactions_per_episode", float(np.mean([ep.interactions for ep in found])))
+        log("search/interactions_per_episode", _mean([ep.interactions for ep in found]))
         search_interactions = [ep.interactions - ep.length_opt for ep in found]
-        log("search/search_interactions_per_episode", float(np.mean(search_interactions)))
-        log("search/budget_unspent", float(np.mean([self.search_budget - n for n in search_interactions])))
-        log("search/success_opt", float(np.mean([ep.success_opt for ep in found])))
+        log("search/search_interactions_per_episode", _mean(search_interactions))
+        log("search/budget_unspent", _mean([self.search_budget - n for n in search_interactions]))
+        log("search/success_opt", _mean([ep.success_opt for ep in found]))
         # issue 44's diagnostics: how often a_opt itself succeeded and the search added nothing (a zero update), how
         # sure the policy is along its own samples, and how many interactions each optimizer step costs
         log("search/unchanged_fraction", 1.0 - len(improved) / max(1, len(found)))
-        log("search/unchanged_success_fraction", float(np.mean([ep.success_opt and not ep.improved for ep in found])))
+        log("search/unchanged_success_fraction", _mean([ep.success_opt and not ep.improved for ep in found]))
         entropies = [ep.entropy_opt for ep in found if np.isfinite(ep.entropy_opt)]  # NaN: a_opt had no step to score
         if entropies:
-            log("search/entropy_opt", float(np.mean(entropies)))
-        log("search/success_dir", float(np.mean([ep.success_dir for ep in found])))
+            log("search/entropy_opt", _mean(entropies))
+        log("search/success_dir", _mean([ep.success_dir for ep in found]))
         if improved:
-            log("search/interactions_to_improvement", float(np.mean([ep.interactions_to_improvement for ep in improved])))
-        log("search/d_opt", float(np.mean([ep.d_opt for ep in found])))
-        log("search/d_dir", float(np.mean([ep.d_dir for ep in found])))
-        log("search/return_opt", float(np.mean([ep.return_opt for ep in found])))
-        log("search/return_dir", float(np.mean([ep.return_dir for ep in found])))
-        log("search/trajectories_completed", float(np.mean([ep.trajectories for ep in found])))
-        log("search/regions_pruned", float(np.mean([ep.pruned for ep in found])))
+            log("search/interactions_to_improvement", _mean([ep.interactions_to_improvement for ep in improved]))
+        log("search/d_opt", _mean([ep.d_opt for ep in found]))
+        log("search/d_dir", _mean([ep.d_dir for ep in found]))
+        log("search/return_opt", _mean([ep.return_opt for ep in found]))
+        log("search/return_dir", _mean([ep.return_dir for ep in found]))
+        log("search/trajectories_completed", _mean([ep.trajectories for ep in found]))
+        log("search/regions_pruned", _mean([ep.pruned for ep in found]))
         budget_spent = th.as_tensor([ep.interactions - ep.length_opt for ep in found], dtype=th.float32)
         self.logger.record("search/budget_spent", budget_spent, exclude=("stdout", "log", "json", "csv"))
 
