@@ -7,7 +7,7 @@ import argparse
 import json
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -30,28 +30,23 @@ def subprocess_env() -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
 
 
-def positive_int(text: str) -> int:
-    """An ``argparse`` type for counts (budgets, interactions, processes, maps): a whole number of at least 1.
+def at_least(minimum: int) -> Callable[[str], int]:
+    """:param minimum: the smallest value taken
+    :return: an ``argparse`` type for whole numbers of at least ``minimum`` (``1e6`` and ``1_000_000`` are taken)"""
 
-    :param text: the argument
-    :return: its value
-    """
-    value = _whole(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r}: give a whole number of at least 1")
-    return value
+    def whole_number(text: str) -> int:
+        value = _whole(text)
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"{text!r}: give a whole number of at least {minimum}")
+        return value
+
+    return whole_number
 
 
-def nonnegative_int(text: str) -> int:
-    """An ``argparse`` type for seeds and counts where 0 means none: a whole number of at least 0.
-
-    :param text: the argument
-    :return: its value
-    """
-    value = _whole(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{text!r}: give a whole number of at least 0")
-    return value
+#: counts (budgets, interactions, processes, maps)
+positive_int = at_least(1)
+#: seeds, and counts where 0 means none
+nonnegative_int = at_least(0)
 
 
 def _whole(text: str) -> int:
