@@ -15,6 +15,7 @@ import pytest
 import torch as th
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.evaluation import evaluate_policy as sb3_evaluate_policy
+from stable_baselines3.common.logger import KVWriter, Logger
 
 from sb3_dirpg import DirPG
 from sb3_dirpg.common.evaluation import evaluate_policy
@@ -216,11 +217,35 @@ class _Batches(BaseCallback):
         self.updates.append(self.model._n_updates)
 
 
+class _Keys(KVWriter):
+    """Keeps the keys the logger wrote."""
+
+    def __init__(self) -> None:
+        self.seen: set[str] = set()
+
+    def write(self, key_values: dict, key_excluded: dict, step: int = 0) -> None:
+        self.seen.update(key_values)
+
+
+class _Searched(BaseCallback):
+    """Keeps the searched episodes of every batch."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.episodes: list = []
+
+    def _on_step(self) -> bool:
+        return True
+
+    def _on_rollout_end(self) -> None:
+        self.episodes += self.locals["search"]
+
+
 @pytest.mark.parametrize("lookahead", [1, 4])
 def test_settings_assigned_between_batches_act_from_the_next_batch_even_on_batches_searched_ahead(lookahead: int) -> None:
     """The class docstring's promise, for the settings that shape a batch (issue 81, "settings that do not take
-    effect"): ``search_budget``, ``max_episode_steps``, ``batch_episodes`` and ``n_epochs`` assigned after a batch act
-    on the next one, also where ``lookahead`` searched batches ahead with the old values."""
+    effect"): ``search_budget``, ``max_episode_steps``, ``batch_episodes``, ``n_epochs``, ``epsilon`` and ``ent_coef``
+    assigned after a batch act on the next one, also where ``lookahead`` searched batches ahead with the old values."""
     model = DirPG("MlpPolicy", chain(6), **{**SETTINGS, "search_budget": 60, "batch_episodes": 2, "lookahead": lookahead})
     batches = _Batches()
     model.learn(100, callback=batches)
@@ -239,6 +264,15 @@ def test_settings_assigned_between_batches_act_from_the_next_batch_even_on_batch
         model.learn(3000, callback=batches, reset_num_timesteps=False)
         steps = np.diff([start, *batches.updates])
         assert set(steps) <= {0, epochs} and epochs in set(steps), (epochs, steps)
+    model.epsilon = 3.0  # the D of the next batch's a_opt is G + 3·R
+    searched = _Searched()
+    model.learn(20, callback=searched, reset_num_timesteps=False)
+    assert all(ep.d_opt == pytest.approx(ep.g_opt + 3.0 * ep.return_opt) for ep in searched.episodes)
+    model.ent_coef = 0.1  # the next updates add the entropy (and log it)
+    keys = _Keys()
+    model.set_logger(Logger(None, [keys]))
+    model.learn(3000, reset_num_timesteps=False, log_interval=1)
+    assert "train/entropy" in keys.seen
 
 
 @pytest.mark.parametrize("gamma", [1.0, 0.99])
