@@ -221,13 +221,13 @@ def test_frontier_evaluates_the_average_and_the_trained_weights(tmp_path: Path) 
 
 
 def test_frontier_evaluates_with_the_envs_own_step_limit() -> None:
-    """The frontier's evaluation envs keep the env's own step limit where the entry changes it for training (Fetch's
-    entry sets 40 steps, the env has 125), and its training envs take the entry's."""
+    """The frontier's evaluation envs keep the env's own step limit where the entry changes it for training
+    (RedBlueDoors' entry sets 100 steps, the env has 720), and its training envs take the entry's."""
     import gymnasium as gym
 
     from experiments import frontier
 
-    env_id = "MiniGrid-Fetch-5x5-N2-v0"
+    env_id = "MiniGrid-RedBlueDoors-6x6-v0"
     own = gym.make(env_id).unwrapped.max_steps
     settings, trained = frontier._entry_env(env_id)
     _, evaluated = frontier._entry_env(env_id, own_step_limit=True)
