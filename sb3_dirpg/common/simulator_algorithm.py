@@ -434,13 +434,13 @@ class SimulatorAlgorithm(IterativeAlgorithm):
             _, params, _ = load_from_zip_file(load_path_or_dict, device=device, load_data=False)
         name = type(self).__name__
         has_average = "policy_average" in params
-        if self.policy_average is not None and not has_average and "policy" in params:
-            if exact_match:
-                raise ValueError(
-                    f"{name}.set_parameters: the parameters hold no policy_average (they come from a model without "
-                    "ema_decay), and this model acts with one: pass exact_match=False to load the policy and restart the "
-                    "average from it, or set model.ema_decay = None first"
-                )
+        restart = self.policy_average is not None and not has_average and "policy" in params
+        if restart and exact_match:
+            raise ValueError(
+                f"{name}.set_parameters: the parameters hold no policy_average (they come from a model without "
+                "ema_decay), and this model acts with one: pass exact_match=False to load the policy and restart the "
+                "average from it, or set model.ema_decay = None first"
+            )
         if self.policy_average is None and has_average:
             if exact_match:
                 raise ValueError(
@@ -450,7 +450,7 @@ class SimulatorAlgorithm(IterativeAlgorithm):
                 )
             params.pop("policy_average")
         super().set_parameters(params, exact_match=exact_match, device=device)
-        if self.policy_average is not None and not has_average and "policy" in params:
+        if restart:
             self.policy_average = make_policy_average(self.policy, self.ema_decay)  # acts with the loaded weights
 
     def _get_torch_save_params(self) -> tuple[list[str], list[str]]:
