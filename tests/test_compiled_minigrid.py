@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import warnings
 from typing import Any
 
@@ -186,26 +187,26 @@ def _events(
     return found
 
 
-def _progress_chain(env_id: str, mission: bool = False, noop_mask: dict[str, Any] | None = None) -> gym.Env:
+def _progress_chain(env_id: str, mission: bool = False, noop_mask: list[Any] | None = None) -> gym.Env:
     """:param mission: wrap MissionObs outside
-    :param noop_mask: put MiniGridNoOpMask in the chain, with these arguments (None: no mask)
+    :param noop_mask: put MiniGridNoOpMask in the chain, with these rules (None: no mask)
     :return: the env with the frontier entries' wrappers, the door and pickup rewards kept, and MiniGridProgressReward"""
     env = MiniGridShapedReward(FastObservation(gym.make(env_id)))
     env = MiniGridProgressReward(env, progress_reward=PROGRESS_REWARD)
-    env = DirectionImageObs(MiniGridNoOpMask(env, **noop_mask) if noop_mask is not None else env)
+    env = DirectionImageObs(MiniGridNoOpMask(env, rules=noop_mask) if noop_mask is not None else env)
     return MissionObs(env) if mission else env
 
 
 def _play_both(
     env_id: str, env_kwargs: dict[str, Any], gamma: float, step_limit: bool, seed: int, iterations: int,
-    bound_class: type = MultiRoomBound, mission: bool = False, noop_mask: dict[str, Any] | None = None,
+    bound_class: type = MultiRoomBound, mission: bool = False, noop_mask: list[Any] | None = None,
 ) -> set[str]:  # fmt: skip
     """Step the env and the compiled simulator from the same randomly chosen reached states, comparing every output.
 
     :param bound_class: the bound: ``MultiRoomBound`` (with ``step_limit``), ``MiniGridBound``, or
         ``MiniGridProgressBound`` on :func:`_progress_chain`
     :param mission: wrap MissionObs outside the chain (its vector is compared too)
-    :param noop_mask: put MiniGridNoOpMask in the chain with these arguments (None: no mask); its masks are compared too
+    :param noop_mask: put MiniGridNoOpMask in the chain with these rules (None: no mask); its masks are compared too
     :return: the events seen
     """
     progress = bound_class is MiniGridProgressBound
@@ -214,7 +215,7 @@ def _play_both(
         if progress:
             return _progress_chain(env_id, mission, noop_mask)
         env = make_minigrid_env(env_id.split(" ")[0], **env_kwargs)
-        env = DirectionImageObs(MiniGridNoOpMask(env.env, **noop_mask)) if noop_mask is not None else env
+        env = DirectionImageObs(MiniGridNoOpMask(env.env, rules=noop_mask)) if noop_mask is not None else env
         return MissionObs(env) if mission else env
 
     options = {"step_limit": step_limit} if bound_class is MultiRoomBound else {}
@@ -327,32 +328,59 @@ def test_compiled_noop_masks_are_the_envs(env_id: str) -> None:
     without ``no_undo``, with ``return_window`` or ``no_revisit``, with ``no_repick`` (which must mask a pickup), and on
     DoorKey with ``keep_key`` (which must mask a key's drop)."""
     env_kwargs, events = FAMILIES[env_id]
-    seen = _play_both(env_id, env_kwargs, 1.0, False, seed=0, iterations=80, noop_mask={})
+    seen = _play_both(env_id, env_kwargs, 1.0, False, seed=0, iterations=80, noop_mask=[])
     seen |= _play_both(env_id, {}, 0.99, False, seed=1, iterations=40, bound_class=MiniGridProgressBound,
-                       noop_mask={"no_undo": True})  # fmt: skip
-    seen |= _play_both(env_id, {}, 1.0, False, seed=2, iterations=40, noop_mask={"return_window": 24})
-    memory = {"no_undo": True, "no_revisit": True, "keep_doors_open": True}
+                       noop_mask=["no_undo"])  # fmt: skip
+    seen |= _play_both(env_id, {}, 1.0, False, seed=2, iterations=40, noop_mask=[{"return_window": 24}])
+    memory = ["no_undo", "no_revisit", "keep_doors_open"]
     seen |= _play_both(env_id, {}, 1.0, False, seed=3, iterations=40, noop_mask=memory)
     assert events <= seen, f"random play on {env_id} never showed {events - seen}: the comparison missed those rules"
     assert "repick masked" not in seen, "a pickup was masked without no_repick"
-    repick = _play_both(env_id, {}, 1.0, False, seed=4, iterations=120, noop_mask={"no_repick": True, "return_window": 8})
-    repick |= _play_both(env_id, {}, 1.0, False, seed=5, iterations=120, noop_mask={**memory, "no_repick": True})
+    repick = _play_both(env_id, {}, 1.0, False, seed=4, iterations=120, noop_mask=["no_repick", {"return_window": 8}])
+    repick |= _play_both(env_id, {}, 1.0, False, seed=5, iterations=120, noop_mask=[*memory, "no_repick"])
     assert "repick masked" in repick, f"random play on {env_id} never met no_repick's mask: the comparison missed it"
     assert "key drop masked" not in seen | repick, "a key drop was masked without keep_key"
     if env_id == "MiniGrid-DoorKey-5x5-v0":  # the family with a locked door
-        kept = _play_both(env_id, {}, 1.0, False, seed=6, iterations=120, noop_mask={"keep_key": True, "no_repick": True})
-        kept |= _play_both(env_id, {}, 1.0, False, seed=7, iterations=120, noop_mask={**memory, "keep_key": True})
+        kept = _play_both(env_id, {}, 1.0, False, seed=6, iterations=120, noop_mask=["keep_key", "no_repick"])
+        kept |= _play_both(env_id, {}, 1.0, False, seed=7, iterations=120, noop_mask=[*memory, "keep_key"])
         assert "key drop masked" in kept, f"random play on {env_id} never met keep_key's mask: the comparison missed it"
+
+
+def _shipped_rule_combinations() -> list[list[Any]]:
+    """:return: every combination of the shipped mask rules: any subset of the flag rules, with no return rule, a window
+        of 8 or ``no_revisit`` (which replaces the window)"""
+    flags = ["keep_done", "keep_doors_open", "keep_key", "no_undo", "no_repick"]
+    subsets = [[name for name, on in zip(flags, bits) if on] for bits in itertools.product([False, True], repeat=len(flags))]
+    return [subset + memory for subset in subsets for memory in ([], [{"return_window": 8}], ["no_revisit"])]
+
+
+def test_every_combination_of_the_shipped_rules_gives_the_env_masks_on_the_compiled_simulator() -> None:
+    """For each of the 96 combinations of the shipped rules, the compiled simulator's masks equal the env path's, bit
+    for bit, from random reached states of DoorKey-5x5 (a key, a locked door, walls to walk into), restores all over the
+    tree included. The registry's rules are the ones combined, and the comparison meets the masks of ``no_repick`` and
+    ``keep_key`` (the others mask on most steps), never where the rule is off."""
+    from sb3_dirpg.envs.minigrid.mask_rules import mask_rules
+
+    combinations = _shipped_rule_combinations()
+    names = {spec if isinstance(spec, str) else next(iter(spec)) for rules in combinations for spec in rules}
+    assert names == {rule.name for rule in mask_rules()} and len(combinations) == 96
+    met = {"repick masked": 0, "key drop masked": 0}
+    for seed, rules in enumerate(combinations):
+        seen = _play_both("MiniGrid-DoorKey-5x5-v0", {}, 1.0, False, seed=seed, iterations=10, noop_mask=rules)
+        for event, rule in (("repick masked", "no_repick"), ("key drop masked", "keep_key")):
+            assert event not in seen or rule in rules, f"{event} without {rule}: {rules}"
+            met[event] += event in seen
+    assert min(met.values()) >= 2, met
 
 
 @pytest.mark.parametrize(
     "returns",
     [
-        {"return_window": 24}, {"no_revisit": True, "keep_doors_open": True}, {"return_window": 8, "no_repick": True},
-        {"no_revisit": True, "keep_doors_open": True, "keep_key": True},
+        [{"return_window": 24}], ["no_revisit", "keep_doors_open"], [{"return_window": 8}, "no_repick"],
+        ["no_revisit", "keep_doors_open", "keep_key"],
     ],
 )  # fmt: skip
-def test_the_compiled_loop_learns_the_same_parameters_with_noop_masks(returns: dict[str, Any]) -> None:
+def test_the_compiled_loop_learns_the_same_parameters_with_noop_masks(returns: list[Any]) -> None:
     """KeyCorridorS3R3 with MiniGridNoOpMask (``no_undo``, and ``return_window``, ``no_revisit``, ``no_repick`` or
     ``keep_key``): the same seed learns bit-identical parameters on the env and in the compiled search loop, whose masks
     come from its own observations, actions, recent moves and grids, and the masks kept the search off the no-ops. The
@@ -360,7 +388,7 @@ def test_the_compiled_loop_learns_the_same_parameters_with_noop_masks(returns: d
     action left was a pickup lost it, and the search refused the empty mask."""
 
     def make() -> gym.Env:
-        return _progress_chain("MiniGrid-KeyCorridorS3R3-v0", noop_mask={"no_undo": True, **returns})
+        return _progress_chain("MiniGrid-KeyCorridorS3R3-v0", noop_mask=["no_undo", *returns])
 
     policy_kwargs = dict(features_extractor_class=MiniGridCNN, net_arch=[], normalize_images=False)
     models = {

@@ -354,7 +354,7 @@ def test_enjoy_plays_with_the_env_action_masks(tmp_path, capsys) -> None:
             rl_zoo3.enjoy.enjoy()
 
 
-MASKED_WRAPPERS = ["sb3_dirpg.envs.FastObservation", {"sb3_dirpg.envs.MiniGridNoOpMask": {"no_undo": True}},
+MASKED_WRAPPERS = ["sb3_dirpg.envs.FastObservation", {"sb3_dirpg.envs.MiniGridNoOpMask": {"rules": ["no_undo"]}},
                    "sb3_dirpg.envs.DirectionImageObs"]  # fmt: skip
 # rl-zoo3 evaluates a policy_kwargs string in its own namespace, which lacks MiniGridCNN
 CNN_KWARGS = "dict(features_extractor_class=__import__('sb3_dirpg').MiniGridCNN, net_arch=[], normalize_images=False)"

@@ -29,12 +29,13 @@ from sb3_dirpg.common.simulator_backends import register_compiled_simulator
 from sb3_dirpg.common.vec_simulator import VecSimulator
 from sb3_dirpg.envs.minigrid import cnn_kernels
 from sb3_dirpg.envs.minigrid import compiled_kernels as kernels
-from sb3_dirpg.envs.minigrid.action_mask import MiniGridNoOpMask, fill_compiled_masks
+from sb3_dirpg.envs.minigrid.action_mask import MiniGridNoOpMask
 from sb3_dirpg.envs.minigrid.bound import MultiRoomBound
 from sb3_dirpg.envs.minigrid.compiled_grid_bound import new_paths, steps_to_success
 from sb3_dirpg.envs.minigrid.compiled_search import LoopSimulator, search_iterations
 from sb3_dirpg.envs.minigrid.fast_obs import FastObservation, encode_cells, fast_gen_obs
 from sb3_dirpg.envs.minigrid.grid_bound import MiniGridBound, success_targets
+from sb3_dirpg.envs.minigrid.mask_rules import ReachedRows, fill_compiled_masks
 from sb3_dirpg.envs.minigrid.move_window import NO_DROP, pose_slots
 from sb3_dirpg.envs.minigrid.progress import MiniGridProgressBound, MiniGridProgressReward
 from sb3_dirpg.envs.minigrid.wrappers import DirectionImageObs, MiniGridShapedReward, MissionObs, encode_mission
@@ -147,6 +148,10 @@ def compiled_unsupported(simulator: SimulatorWrapper, heuristic: Heuristic | Non
         return f"its {type(heuristic).__name__} counts the cells not seen yet (unseen_cell_steps)"
     if simulator.has_action_masks and not any(type(layer) is MiniGridNoOpMask for layer in layers):
         return "the env chain has action masks other than MiniGridNoOpMask's"
+    masks = [layer for layer in layers if type(layer) is MiniGridNoOpMask]
+    uncompiled = [rule.name for layer in masks for rule in layer.rules if rule.compiled is None]
+    if uncompiled:
+        return f"its MiniGridNoOpMask rules {uncompiled} have no compiled check (mask_rules.fill_compiled_masks)"
     return None
 
 
@@ -200,7 +205,7 @@ class CompiledMiniGridSimulator(VecSimulator):
         self._generation = 0
         self._episodes: kernels.Episodes | None = None  # set by each reset whose batch runs on the arrays
         self._compiled_batch = False  # whether the current batch runs on the arrays (False: on the envs)
-        slots = pose_slots(width, height) if noop is not None and noop.no_revisit else 0
+        slots = pose_slots(width, height) if noop is not None and noop.counts_poses else 0
         self._store = kernels.Store(
             np.zeros((1024, 6), dtype=np.int64), np.zeros((1024, 3), dtype=np.uint8), np.zeros(1024, dtype=np.int32),
             np.zeros((64, height, width, 3), dtype=np.uint8), np.zeros(2, dtype=np.int64), np.zeros(1024, dtype=np.int64),
@@ -427,9 +432,8 @@ class CompiledMiniGridSimulator(VecSimulator):
         masks = np.ones((k, self.n_actions), dtype=bool)
         if self._noop_mask >= 0:
             front, carried = batch.images[:, view // 2, view - 2], batch.images[:, view // 2, view - 1]
-            store = self._store
-            fill_compiled_masks(front, carried, batch.actions, batch.terminal, batch.reached, store.agent, store.visits,
-                                store.grid_of, store.grids, self._rules.width, self._noop_mask, masks)  # fmt: skip
+            reached = ReachedRows(front, carried, batch.actions, batch.terminal, batch.reached)
+            fill_compiled_masks(tuple(reached), tuple(self._store), self._rules.width, self._noop_mask, masks)
         return Transitions(
             obs=obs, rewards=batch.rewards, terminal=batch.terminal, masks=masks,
             snapshots=[None if row < 0 else base | row for row in batch.reached.tolist()],

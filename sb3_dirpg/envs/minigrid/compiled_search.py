@@ -15,9 +15,9 @@ from typing import Any, NamedTuple
 import numpy as np
 from numba import njit
 
-from sb3_dirpg.envs.minigrid.action_mask import fill_compiled_masks
 from sb3_dirpg.envs.minigrid.cnn_kernels import cnn_logits
 from sb3_dirpg.envs.minigrid.compiled_kernels import GENERATION_SHIFT, step_states
+from sb3_dirpg.envs.minigrid.mask_rules import fill_compiled_masks
 from sb3_dirpg.search import fused
 from sb3_dirpg.search.fused import ObsTable
 from sb3_dirpg.search.state import Popped
@@ -38,9 +38,8 @@ class LoopSimulator(NamedTuple):
     :param missions: each episode's mission vector as bytes (``MissionObs``), uint8, shape (episodes, mission width);
         width 0 without one
     :param noop_mask: -1 when every action is legal; else the chain's :class:`~sb3_dirpg.envs.minigrid.MiniGridNoOpMask`
-        masks the no-ops, with its ``compiled_flags``: bit 0 keeps ``done``, bit 1 masks the undo of the last step, bits
-        2-6 the moves that return within that many moves, bit 7 every move that returns since the last change, bit 8
-        the toggles that close doors
+        masks the no-ops, with its ``compiled_flags``: the bits of its rules
+        (:func:`~sb3_dirpg.envs.minigrid.mask_rules.fill_compiled_masks` dispatches on them)
     """
 
     store: Any
@@ -123,8 +122,7 @@ def search_iterations(
         masks = np.ones((k, n_actions), np.bool_)
         if noop_mask >= 0:
             front, carried = images[:, view // 2, view - 2], images[:, view // 2, view - 1]
-            fill_compiled_masks(front, carried, split[0], terminal, reached, store[0], store[6], store[2], store[3], rules[0],
-                                noop_mask, masks)  # fmt: skip
+            fill_compiled_masks((front, carried, split[0], terminal, reached), store, rules[0], noop_mask, masks)
         reached_ = (rewards, terminal, masks, lower, upper, success)
         n_ends, empty = fused.add_children_compiled(popped, split, reached_, params, nodes, regions, progress, queues)
         if empty >= 0:

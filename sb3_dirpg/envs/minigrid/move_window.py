@@ -1,8 +1,9 @@
 """The agent's recent moves, packed in one int per state, and the rule that masks the moves returning to where the
-agent stood among them (``MiniGridNoOpMask(return_window=...)``); the times it left each pose since its last change, and
-the same rule over all of them (``MiniGridNoOpMask(no_revisit=True)``); the cell where it last dropped an object, and the
-rule that masks picking it up again (``MiniGridNoOpMask(no_repick=True)``). The env path and the compiled simulator (its
-step kernel keeps the packed moves, the counts and the cell in its state store) call the same functions."""
+agent stood among them (``MiniGridNoOpMask(rules=[{"return_window": W}])``); the times it left each pose since its last
+change, and the same rule over all of them (the rule ``no_revisit``); the cell where it last dropped an object, and the
+rule that masks picking it up again (``no_repick``). The env path (the rules of
+:mod:`~sb3_dirpg.envs.minigrid.mask_rules`) and the compiled simulator (its step kernel keeps the packed moves, the
+counts and the cell in its state store) call the same functions."""
 
 from __future__ import annotations
 
