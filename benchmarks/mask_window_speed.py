@@ -29,15 +29,16 @@ from sb3_dirpg import DirPG
 from sb3_dirpg.integrations.zoo import algorithm_kwargs
 
 ENV_ID = "MiniGrid-KeyCorridorS4R3-v0"
-#: the rows: the mask's return settings, by name
-_OFF = {"no_repick": False, "keep_key": False}
-RULES = {
-    "0": {"return_window": 0, "no_revisit": False, **_OFF},
-    "8": {"return_window": 8, "no_revisit": False, **_OFF},
-    "24": {"return_window": 24, "no_revisit": False, **_OFF},
-    "no_revisit": {"return_window": 0, "no_revisit": True, **_OFF},
-    "+no_repick": {"return_window": 0, "no_revisit": True, **_OFF, "no_repick": True},
-    "+keep_key": {"return_window": 0, "no_revisit": True, **_OFF, "keep_key": True},
+#: the rules each row varies (the entry's other rules, ``no_undo`` and ``keep_doors_open``, stay in every row)
+VARIED = ("return_window", "no_revisit", "no_repick", "keep_key")
+#: the rows: the varied rules of the mask, by the row's name (in the order they act)
+RULES: dict[str, list[Any]] = {
+    "0": [],
+    "8": [{"return_window": 8}],
+    "24": [{"return_window": 24}],
+    "no_revisit": ["no_revisit"],
+    "+no_repick": ["no_repick", "no_revisit"],
+    "+keep_key": ["keep_key", "no_revisit"],
 }
 MASK = "sb3_dirpg.envs.MiniGridNoOpMask"
 
@@ -45,13 +46,14 @@ MASK = "sb3_dirpg.envs.MiniGridNoOpMask"
 def windowed_model(rule: str, seed: int = 0) -> DirPG:
     """:param rule: the row's name in :data:`RULES`
     :param seed: the model's seed
-    :return: a DirPG model of the S4R3 entry whose mask has the row's return settings"""
+    :return: a DirPG model of the S4R3 entry whose mask has the row's rules"""
     settings = entry(ENV_ID, "dirpg")
     wrappers = copy.deepcopy(settings["env_wrapper"])
     layers = [layer for layer in wrappers if isinstance(layer, dict) and MASK in layer]
     if len(layers) != 1:
         raise ValueError(f"{ENV_ID}'s entry has {len(layers)} {MASK} layers; this benchmark needs exactly one")
-    layers[0][MASK].update(RULES[rule])
+    kept = [spec for spec in layers[0][MASK]["rules"] if (spec if isinstance(spec, str) else next(iter(spec))) not in VARIED]
+    layers[0][MASK] = {"rules": kept + RULES[rule]}
     env = build_env(ENV_ID, dict(settings.get("env_kwargs") or {}), wrappers)
     return DirPG(settings["policy"], env, seed=seed, device="cpu", **algorithm_kwargs(settings))
 

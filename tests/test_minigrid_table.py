@@ -97,7 +97,7 @@ def test_settings_name_the_observation_wrappers_and_their_arguments() -> None:
     stacked = "FastObservation+DirectionImageObs+FrameStackObservation(stack_size=4)"
     assert table.describe("MiniGrid-FourRooms-v0", "dirpg")["observation"] == stacked
     assert table.describe("MiniGrid-FourRooms-v0", "reinforce")["observation"] == "FastObservation+DirectionImageObs"
-    rules = "no_undo=True, no_revisit=True, keep_doors_open=True, no_repick=True"  # the one setting's masks
+    rules = "rules=['no_undo', 'no_revisit', 'keep_doors_open', 'no_repick']"  # the one setting's masks
     assert table.describe("MiniGrid-DoorKey-5x5-v0", "dirpg")["observation"] == \
         f"FastObservation+MiniGridNoOpMask({rules})+DirectionImageObs"
     cast = "FlatObsWrapper+DtypeObservation(dtype='float32')"  # issue 43: without the cast PPO trains on uint8 garbage

@@ -370,6 +370,43 @@ def test_the_previous_releases_flags_warn_and_mean_their_rules() -> None:
             MiniGridNoOpMask(gym.make("MiniGrid-Empty-5x5-v0"), return_window=window)
 
 
+def test_rl_zoo_yaml_spells_the_rules() -> None:
+    """rl-zoo3's hyperparameter YAML spells the rules as a list of names and one-key mappings; every MiniGridNoOpMask of
+    the shipped ``dirpg.yml`` (and of the one setting) uses ``rules`` and builds without a DeprecationWarning."""
+    import warnings
+    from pathlib import Path
+
+    import yaml
+
+    from sb3_dirpg.envs.minigrid.setting import MASK_RULES, minigrid_setting
+
+    kwargs = yaml.safe_load("rules: [no_undo, no_revisit, keep_doors_open, {return_window: 8}]")
+    with pytest.raises(ValueError, match="no_revisit masks what return_window does"):
+        MiniGridNoOpMask(gym.make("MiniGrid-DoorKey-5x5-v0"), **kwargs)
+    kwargs = yaml.safe_load("rules: [no_undo, keep_doors_open, {return_window: 8}]")
+    assert [rule.spec() for rule in MiniGridNoOpMask(gym.make("MiniGrid-DoorKey-5x5-v0"), **kwargs).rules] == [
+        "keep_doors_open", "no_undo", {"return_window": 8}
+    ]  # fmt: skip
+    text = (Path(__file__).resolve().parents[1] / "sb3_dirpg" / "zoo_hyperparams" / "dirpg.yml").read_text()
+    entries = yaml.load(text, Loader=yaml.UnsafeLoader)  # its numbers are tagged !!float
+    found = [
+        spec["sb3_dirpg.envs.MiniGridNoOpMask"]
+        for entry in entries.values() if isinstance(entry, dict)
+        for spec in entry.get("env_wrapper") or [] if isinstance(spec, dict) and "sb3_dirpg.envs.MiniGridNoOpMask" in spec
+    ]  # fmt: skip
+    assert len(found) >= 4 and all(list(kwargs) == ["rules"] for kwargs in found), found
+    settings = (("MiniGrid-DoorKey-5x5-v0", list(MASK_RULES)), ("MiniGrid-GoToDoor-5x5-v0", [*MASK_RULES, "keep_done"]))
+    for env_id, rules in settings:
+        wrappers = minigrid_setting(env_id).env_wrapper
+        kwargs = next(spec[key] for spec in wrappers if isinstance(spec, dict) for key in spec if key.endswith("NoOpMask"))
+        assert kwargs == {"rules": rules}
+        found.append(kwargs)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DeprecationWarning)
+        for kwargs in found:
+            MiniGridNoOpMask(gym.make("MiniGrid-DoorKey-5x5-v0"), **kwargs)
+
+
 def test_the_registry_holds_the_shipped_rules_in_the_order_they_act() -> None:
     """The registry's order (the order the rules act on both paths) is the one the module's and the page's tables give;
     every shipped rule has a compiled check, and its bits lie among those ``fill_compiled_masks`` dispatches on, apart

@@ -141,12 +141,12 @@ def test_mask_window_speed_trains_the_s4r3_entry_with_each_return_rule(tmp_path:
     from benchmarks import mask_window_speed
     from sb3_dirpg.envs.minigrid.action_mask import MiniGridNoOpMask
 
-    for rule, settings in mask_window_speed.RULES.items():
+    for rule, rules in mask_window_speed.RULES.items():
         layer = mask_window_speed.windowed_model(rule).env.envs[0]
         while type(layer) is not MiniGridNoOpMask:
             layer = layer.env
-        assert (layer.return_window, layer.no_revisit) == (settings["return_window"], settings["no_revisit"])
-        assert (layer.no_repick, layer.keep_key) == (rule == "+no_repick", rule == "+keep_key")
+        assert [r.spec() for r in layer.rules if r.name in mask_window_speed.VARIED] == rules
+        assert layer.rule("no_undo") is not None and layer.rule("keep_doors_open") is not None
     result = mask_window_speed.main(["--rounds", "1", "--interactions", "300", "--out", str(tmp_path / "speed.json")])
     rows = result["windows"]
     assert set(rows) == {"0", "8", "24", "no_revisit", "+no_repick", "+keep_key"} and rows["8"]["vs_window_8"] == 1.0

@@ -62,8 +62,9 @@ PROGRESS_REWARD = 5.0
 RANDOM_STEPS_EPSILON = 1.0
 #: the training budget of the rl-zoo3 entry (rl-zoo3's ``-n`` overrides it)
 N_TIMESTEPS = 1_000_000
-#: the mask rules that hold wherever only the agent moves objects (see :class:`~sb3_dirpg.envs.MiniGridNoOpMask`)
-MASK_RULES = {"no_undo": True, "no_revisit": True, "keep_doors_open": True, "no_repick": True}
+#: the mask rules that hold wherever only the agent moves objects (:class:`~sb3_dirpg.envs.MiniGridNoOpMask`'s ``rules``;
+#: ``keep_done`` joins them where the env's step reads ``done``)
+MASK_RULES = ("no_undo", "no_revisit", "keep_doors_open", "no_repick")
 #: the DirPG settings of every MiniGrid env
 ALGORITHM_SETTING: dict[str, Any] = {
     "learning_rate": 3e-3,
@@ -332,7 +333,7 @@ def minigrid_setting(env_id: str, env_kwargs: dict[str, Any] | None = None) -> M
         notes.append(f"no progress reward: where {env_id}'s success happens is not known (success_targets), so the "
                      "search is led by the goal reward's bound alone")  # fmt: skip
     if facts.masks:
-        wrappers.append({_path(MiniGridNoOpMask): {**MASK_RULES, **({"keep_done": True} if facts.reads_done else {})}})
+        wrappers.append({_path(MiniGridNoOpMask): {"rules": [*MASK_RULES, *(["keep_done"] if facts.reads_done else [])]}})
     else:
         notes.append(f"no action masks: {env_id}'s step changes the world otherwise than MiniGrid's own (or it has "
                      f"{facts.n_actions} actions), so the mask rules are not known to hold")  # fmt: skip
