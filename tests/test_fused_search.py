@@ -11,6 +11,7 @@ import torch as th
 from sb3_dirpg import DirPG
 from sb3_dirpg.envs import make_minigrid_env
 from sb3_dirpg.envs.minigrid import CompiledMiniGridSimulator, MiniGridCNN, MultiRoomBound
+from sb3_dirpg.search import SuccessStop
 from sb3_dirpg.search.fused import ObsTable, add_observations
 from sb3_dirpg.search.top_down import SearchResult, TopDownSearch
 
@@ -21,15 +22,15 @@ POLICY_KWARGS = dict(features_extractor_class=MiniGridCNN, net_arch=[], normaliz
 # Gumbel priority without a heuristic (unbounded nodes), depth-first with early stop and Gumbel top-K
 SETTINGS = {
     "n6-astar": ("MiniGrid-MultiRoom-N6-v0", 100, dict(
-        priority="astar", alpha=0.2, prune=True, early_stop=False, stop_on_success=True, budget=600, gamma=0.999
+        priority="astar", alpha=0.2, prune=True, stop="success", budget=600, gamma=0.999
     )),  # fmt: skip
-    "doorkey-gumbel": ("MiniGrid-DoorKey-5x5-v0", 60, dict(priority="gumbel", early_stop=False, budget=400)),
+    "doorkey-gumbel": ("MiniGrid-DoorKey-5x5-v0", 60, dict(priority="gumbel", stop="budget", budget=400)),
     "n2-depth-first": ("MiniGrid-MultiRoom-N2-S4-v0", 40, dict(
-        priority="astar", alpha=1.0, depth_first=True, early_stop=True, budget=300, record_trajectories=True
+        priority="astar", alpha=1.0, depth_first=True, stop="improvement", budget=300, record_trajectories=True
     )),  # fmt: skip
-    "n2-top-k": ("MiniGrid-MultiRoom-N2-S4-v0", 40, dict(priority="gumbel", max_trajectories=7, budget=10_000)),
+    "n2-top-k": ("MiniGrid-MultiRoom-N2-S4-v0", 40, dict(priority="gumbel", max_trajectories=7, budget=10_000, stop="budget")),
     "empty-refine": ("MiniGrid-Empty-Random-5x5-v0", 100, dict(
-        priority="gumbel", early_stop=False, stop_on_success=True, refine_success=True, budget=600, gamma=0.99
+        priority="gumbel", stop=SuccessStop(refine=600), budget=600, gamma=0.99
     )),  # fmt: skip
 }
 
@@ -166,7 +167,7 @@ def test_a_policy_the_compiled_forward_does_not_cover_is_forwarded_by_torch() ->
     model = DirPG("MultiInputPolicy", env, seed=3, policy_kwargs=kwargs, device="cpu")
     assert model.batched_policy.compiled_forward() is None
     assert model.search_policy_function().compiled_weights is None
-    python, compiled = (_search(model, [0, 1], loop, budget=300, early_stop=False) for loop in (False, True))
+    python, compiled = (_search(model, [0, 1], loop, budget=300, stop="budget") for loop in (False, True))
     assert compiled.episodes == python.episodes
 
 

@@ -177,7 +177,7 @@ STOCHASTIC = dict(n_states=3, n_actions=2, horizon=3, n_realisations=3, seed=11)
 def test_mean_update_equals_exact_gradient(mdp_kind: str, epsilon: float) -> None:
     mdp = TabularMDP(**STOCHASTIC) if mdp_kind == "stochastic" else masked_mdp(n_realisations=2, seed=12)
     theta = random_theta(mdp, seed=13)
-    updates, _ = dirpg_updates(mdp, theta, epsilon, N_SAMPLES, seed=14, budget=10**9, early_stop=False, prune=False)
+    updates, _ = dirpg_updates(mdp, theta, epsilon, N_SAMPLES, seed=14, budget=10**9, stop="budget", prune=False)
     z, threshold = max_abs_z(updates, exact_objective_gradient(mdp, theta, epsilon))
     assert z < threshold
     if epsilon == 1.0:  # power: at ε = 1 the update is measurably not the plain policy gradient
@@ -192,7 +192,7 @@ def test_pruned_astar_search_keeps_the_exact_gradient(epsilon: float, depth_firs
     the depth-first order, which only changes the order in which regions are expanded."""
     mdp = TabularMDP(**STOCHASTIC, bounds=True)
     theta = random_theta(mdp, seed=13)
-    config = dict(budget=10**9, early_stop=False, prune=True, priority="astar", alpha=0.5, depth_first=depth_first)
+    config = dict(budget=10**9, stop="budget", prune=True, priority="astar", alpha=0.5, depth_first=depth_first)
     updates, result = dirpg_updates(mdp, theta, epsilon, N_SAMPLES, seed=15, **config)
     z, threshold = max_abs_z(updates, exact_objective_gradient(mdp, theta, epsilon))
     assert z < threshold
@@ -218,7 +218,7 @@ def test_early_stop_search_converges_to_best_arm() -> None:
     mdp.reward[0, 0, 0] = np.random.default_rng(17).permutation(n_arms) / n_arms
     best = int(mdp.reward[0, 0, 0].argmax())
     theta = np.zeros((mdp.n_obs, n_arms))
-    search = TopDownSearch(mdp, tabular_policy(theta), SearchConfig(epsilon=1.0, budget=10**9, early_stop=True))
+    search = TopDownSearch(mdp, tabular_policy(theta), SearchConfig(epsilon=1.0, budget=10**9, stop="improvement"))
     rng = np.random.default_rng(18)
     for _ in range(400):
         result = search.run(list(range(32)), rng)
@@ -248,7 +248,7 @@ def test_outcome_of_an_episode_does_not_depend_on_its_batch() -> None:
     """Each episode draws from its own generator: searching it alone or in a batch gives the same a_opt and a_dir."""
     mdp = TabularMDP(**STOCHASTIC)
     theta = random_theta(mdp, seed=21)
-    config = SearchConfig(epsilon=1.0, budget=6, early_stop=True)
+    config = SearchConfig(epsilon=1.0, budget=6, stop="improvement")
     seeds = [5, 6, 7, 8]
     streams = np.random.default_rng(22).spawn(len(seeds))
     together = TopDownSearch(mdp, tabular_policy(theta), config).run(
@@ -284,7 +284,7 @@ def test_depth_first_leaves_at_most_one_trajectory_unfinished() -> None:
     chain (fewer than T nodes) is unfinished. The best-first A* order leaves many prefixes half-explored."""
     mdp = TabularMDP(**WIDE, bounds=True)
     theta = random_theta(mdp, seed=32)
-    common = dict(budget=40, early_stop=False, prune=False, priority="astar", alpha=1.0, record_trajectories=True)
+    common = dict(budget=40, stop="budget", prune=False, priority="astar", alpha=1.0, record_trajectories=True)
     depth = run_search(mdp, theta, 64, seed=33, depth_first=True, **common)
     best = run_search(mdp, theta, 64, seed=33, depth_first=False, **common)
     assert max(unfinished_nodes(depth)) < mdp.horizon
@@ -297,7 +297,7 @@ def test_depth_first_leaves_at_most_one_trajectory_unfinished() -> None:
 def test_depth_first_search_keeps_the_exact_gradient_without_pruning() -> None:
     mdp = TabularMDP(**STOCHASTIC)
     theta = random_theta(mdp, seed=13)
-    config = dict(budget=10**9, early_stop=False, prune=False, priority="gumbel", depth_first=True)
+    config = dict(budget=10**9, stop="budget", prune=False, priority="gumbel", depth_first=True)
     updates, _ = dirpg_updates(mdp, theta, 1.0, N_SAMPLES, seed=34, **config)
     z, threshold = max_abs_z(updates, exact_objective_gradient(mdp, theta, 1.0))
     assert z < threshold
@@ -309,10 +309,10 @@ def test_stop_on_success_ends_the_search_at_the_first_success(depth_first: bool)
     and the budget left is not counted; without the flag the same searches go on past their first success."""
     mdp = TabularMDP(**WIDE, bounds=True, success_states={0})
     theta = random_theta(mdp, seed=35)
-    common = dict(budget=200, early_stop=False, prune=False, priority="astar", alpha=0.5, gamma=0.99,
+    common = dict(budget=200, stop="budget", prune=False, priority="astar", alpha=0.5, gamma=0.99,
                   record_trajectories=True, depth_first=depth_first)  # fmt: skip
-    stopped = run_search(mdp, theta, 200, seed=36, stop_on_success=True, **common)
-    full = run_search(mdp, theta, 200, seed=36, stop_on_success=False, **common)
+    stopped = run_search(mdp, theta, 200, seed=36, **{**common, "stop": "success"})
+    full = run_search(mdp, theta, 200, seed=36, **common)
     successes = [[bool(stopped.tree.nodes.success[t.leaf]) for t in ep.recorded] for ep in stopped.episodes]
     assert all(not any(flags[:-1]) for flags in successes)
     opt_succeeded = [ep for ep in stopped.episodes if ep.success_opt]

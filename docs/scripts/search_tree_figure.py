@@ -39,7 +39,7 @@ def run_search(seed: int) -> tuple[SearchResult, SearchConfig]:
         return np.stack(obs) @ weights
 
     simulator = VecSimulator([SimulatorWrapper(DeepSeaRiskEnv(size=size, goal_mean=2.0))])
-    config = SearchConfig(epsilon=1.0, budget=9, priority="gumbel", prune=False, early_stop=False, horizon=size - 1,
+    config = SearchConfig(epsilon=1.0, budget=9, priority="gumbel", prune=False, stop="budget", horizon=size - 1,
                           record_trajectories=True)  # fmt: skip
     return TopDownSearch(simulator, policy, config).run([seed], rng), config
 

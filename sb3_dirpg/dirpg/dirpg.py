@@ -29,6 +29,7 @@ from sb3_dirpg.dirpg.workers import SearchPool, check_worker_payload, make_searc
 from sb3_dirpg.search import EpisodeSearch, SearchConfig, SearchResult, TopDownSearch
 from sb3_dirpg.search.config import breadth_first_astar
 from sb3_dirpg.search.protocols import Heuristic, PolicyFunction
+from sb3_dirpg.search.stopping import stop_from_flags
 from sb3_dirpg.simulator import strip_monitor
 from sb3_dirpg.simulator.cloners import env_name
 
@@ -299,12 +300,14 @@ class DirPG(BatchSearch, SimulatorAlgorithm):
         self.check_settings()
         prune = self.prune and self.heuristic is not None and self.heuristic_violation is None
         settings = dict(
-            epsilon=self.epsilon, budget=self.search_budget, priority=self.priority, alpha=self.alpha,
-            prune=prune, early_stop=self.early_stop, gamma=self.gamma,
-            horizon=self.horizon, depth_first=self.depth_first, stop_on_success=self.stop_on_success,
-            refine_success=self.refine_success, refine_budget=self.refine_budget, compiled_loop=self.compiled_loop,
+            epsilon=self.epsilon, budget=self.search_budget, priority=self.priority, alpha=self.alpha, prune=prune,
+            gamma=self.gamma, horizon=self.horizon, depth_first=self.depth_first, compiled_loop=self.compiled_loop,
         )  # fmt: skip
+        flags = dict(early_stop=self.early_stop, stop_on_success=self.stop_on_success, refine_success=self.refine_success,
+                     refine_budget=self.refine_budget)  # fmt: skip
+        flags.update({name: overrides.pop(name) for name in list(overrides) if name in flags})
         settings.update(overrides)
+        settings.setdefault("stop", stop_from_flags(**flags, budget=settings["budget"]))
         return SearchConfig(**settings)
 
     def search(

@@ -4,19 +4,24 @@ from sb3_dirpg.search.config import PRIORITIES, SearchConfig
 from sb3_dirpg.search.gumbel import masked_log_softmax, masked_logsumexp, sample_gumbel, truncate_gumbel, truncated_gumbel
 from sb3_dirpg.search.protocols import BatchSimulator, Heuristic, PolicyFunction, Transitions
 from sb3_dirpg.search.results import CompletedTrajectory, EpisodeSearch, SearchResult
+from sb3_dirpg.search.stopping import BudgetStop, ImprovementStop, StopRule, SuccessStop, stop_rule
 from sb3_dirpg.search.top_down import TopDownSearch, cyclic_gc_paused, gumbel_top_k
 from sb3_dirpg.search.tree import SearchTree
 
 __all__ = [
     "PRIORITIES",
     "BatchSimulator",
+    "BudgetStop",
     "CompletedTrajectory",
     "EpisodeSearch",
     "Heuristic",
+    "ImprovementStop",
     "PolicyFunction",
     "SearchConfig",
     "SearchResult",
     "SearchTree",
+    "StopRule",
+    "SuccessStop",
     "TopDownSearch",
     "Transitions",
     "cyclic_gc_paused",
@@ -24,6 +29,7 @@ __all__ = [
     "masked_log_softmax",
     "masked_logsumexp",
     "sample_gumbel",
+    "stop_rule",
     "truncate_gumbel",
     "truncated_gumbel",
 ]

@@ -8,6 +8,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from sb3_dirpg.search.stopping import ImprovementStop, StopRule, stop_rule
+
 PRIORITIES = ("gumbel", "astar")
 GUMBEL, ASTAR = 0, 1  # the a_dir priority, as the kernels see it
 
@@ -31,7 +33,7 @@ def check_flag(name: str, value: object, owner: str = "") -> bool:
 
 
 #: the flags of :class:`SearchConfig`
-FLAGS = ("prune", "early_stop", "record_trajectories", "depth_first", "stop_on_success", "refine_success", "compiled_loop")
+FLAGS = ("prune", "record_trajectories", "depth_first", "compiled_loop")
 
 
 
@@ -69,7 +71,9 @@ class SearchConfig:
     :param priority: ``"gumbel"`` (priority ``G``) or ``"astar"`` (priority ``G + ε·(L + α·U)``)
     :param alpha: weight of the heuristic bound in the ``"astar"`` priority, in [0, 1]
     :param prune: drop regions whose bound on ``D`` cannot beat the best ``D`` found so far
-    :param early_stop: stop at the first trajectory with ``D > D(a_opt)``
+    :param stop: when an episode's search ends before its budget (:mod:`sb3_dirpg.search.stopping`): a
+        :class:`~sb3_dirpg.search.stopping.StopRule` or its spelling, ``"improvement"`` (at the first trajectory with
+        ``D > D(a_opt)``), ``"budget"`` or ``"success"``
     :param gamma: discount of the return
     :param horizon: maximum trajectory length (a trajectory is cut there), or None to rely on the simulator
     :param max_trajectories: stop a search after this many complete trajectories (Gumbel top-K), or None
@@ -77,16 +81,6 @@ class SearchConfig:
     :param depth_first: once a region is popped, follow its sampled child chain to the end of a trajectory before
         popping another region (the authors' depth-first option): every pop from the queue completes a trajectory.
         It changes nothing before ``a_opt`` is found (the child of the best region is the best region).
-    :param stop_on_success: end an episode's search as soon as a trajectory ends in success (the simulator's
-        ``success`` flag, SB3's ``info["is_success"]``; the authors' "break on goal"). When ``a_opt`` succeeds the
-        search ends at once and the episode adds nothing to the update; the budget left is neither spent nor counted.
-    :param refine_success: with ``stop_on_success``, do not end the search when ``a_opt`` itself succeeds: search on
-        (within the budget) for a trajectory with a larger ``D``, such as a shorter success under a discounted or
-        time-penalised return, and end at the first one found. Beyond the paper (docs/algorithm.md): the estimator is
-        unchanged, only the stopping rule, and without it a policy whose samples succeed stops learning
-    :param refine_budget: with ``refine_success``, the interactions allowed for the search after a successful
-        ``a_opt`` (at most ``budget``; None: ``budget``), so that a policy that mostly succeeds does not spend the whole
-        budget of every map on a shorter path that may not exist
     :param compiled_loop: let a simulator that steps in compiled code run the lockstep iterations itself, many per call
         (:mod:`sb3_dirpg.search.fused`; the same search, with fewer Python calls); False runs one Python iteration per
         step, as with any other simulator
@@ -97,15 +91,12 @@ class SearchConfig:
     priority: str = "gumbel"
     alpha: float = 0.0
     prune: bool = True
-    early_stop: bool = True
+    stop: StopRule | str = ImprovementStop()
     gamma: float = 1.0
     horizon: int | None = None
     max_trajectories: int | None = None
     record_trajectories: bool = False
     depth_first: bool = False
-    stop_on_success: bool = False
-    refine_success: bool = False
-    refine_budget: int | None = None
     compiled_loop: bool = True
 
     def __post_init__(self) -> None:
@@ -115,8 +106,7 @@ class SearchConfig:
             raise ValueError(f"epsilon must be a finite non-zero number (negative is risk averse), got {self.epsilon!r}")
         if int(self.budget) != self.budget or self.budget < 0:
             raise ValueError(f"search budget must be a non-negative integer number of interactions, got {self.budget!r}")
-        if self.refine_budget is not None and (int(self.refine_budget) != self.refine_budget or self.refine_budget < 1):
-            raise ValueError(f"refine_budget must be a positive number of interactions or None, got {self.refine_budget!r}")
+        object.__setattr__(self, "stop", stop_rule(self.stop))
         if self.priority not in PRIORITIES:
             raise ValueError(f"priority must be one of {PRIORITIES}, got {self.priority!r}")
         if not 0.0 <= self.alpha <= 1.0:
@@ -127,6 +117,11 @@ class SearchConfig:
             raise ValueError(f"horizon must be a positive number of steps or None, got {self.horizon!r}")
         if self.max_trajectories is not None and self.max_trajectories < 1:
             raise ValueError(f"max_trajectories must be positive or None, got {self.max_trajectories!r}")
+        if self.max_trajectories is not None and self.stop.ends_after_opt(True, False, False):
+            raise ValueError(
+                f"max_trajectories={self.max_trajectories} counts trajectories, and stop={self.stop!r} ends the search at "
+                "the first improvement: pass stop='budget'"
+            )
 
     def params(self) -> Params:
         """:return: the settings that the kernels use, with fixed types (one compiled version of each kernel)"""

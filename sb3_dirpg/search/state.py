@@ -113,7 +113,7 @@ class Progress(NamedTuple):
     :param search_interactions: environment interactions spent after ``a_opt`` (the ``a_dir`` search), int64, shape (n,)
     :param length_opt: environment interactions spent on ``a_opt`` (its length), int64, shape (n,)
     :param budget: environment interactions allowed for the ``a_dir`` search (the config's budget, or its
-        ``refine_budget`` once a successful ``a_opt`` is refined), int64, shape (n,)
+        the stop rule's refining budget once a successful ``a_opt`` is refined), int64, shape (n,)
     """
 
     phase: np.ndarray

@@ -452,18 +452,12 @@ class TopDownSearch:
             self._improve_dir(state, e, trajectory, success)
             improved = True
         enough = cfg.max_trajectories is not None and ep.trajectories >= cfg.max_trajectories
-        if enough or (cfg.stop_on_success and success and self._ends_on_success(ep, phase, improved)):
+        if phase == OPT:
+            ends = cfg.stop.ends_at_opt(success)
+        else:
+            ends = phase == DIR and cfg.stop.ends_after_opt(improved, success, ep.success_opt)
+        if enough or ends:
             state.progress.phase[e] = DONE
-
-    def _ends_on_success(self, ep: EpisodeSearch, phase: int, improved: bool) -> bool:
-        """:param ep: the episode's outcome so far
-        :param phase: the phase the trajectory was found in
-        :param improved: whether the trajectory improved on the best ``D``
-        :return: whether a trajectory that succeeded ends the search (``stop_on_success``): always, except with
-            ``refine_success`` once ``a_opt`` succeeded, where only a success that improves ``D`` does"""
-        if not self.config.refine_success or not ep.success_opt:
-            return True
-        return phase != OPT and improved
 
     def _set_opt(self, state: SearchState, e: int, trajectory: CompletedTrajectory, success: bool) -> None:
         """Take episode ``e``'s first trajectory as ``a_opt`` (and as ``a_dir`` until a better one) and start the
@@ -483,27 +477,23 @@ class TopDownSearch:
         ep.success_opt = ep.success_dir = success
         state.progress.d_best[e] = d
         state.progress.phase[e] = DIR
-        if cfg.priority != "gumbel" and not (cfg.stop_on_success and success and not cfg.refine_success):
+        if cfg.priority != "gumbel" and not cfg.stop.ends_at_opt(success):
             self._reprioritise(state, e)
-        if cfg.stop_on_success and cfg.refine_success and success and cfg.refine_budget is not None:
-            state.progress.budget[e] = min(cfg.budget, cfg.refine_budget)
+        state.progress.budget[e] = cfg.stop.budget_after_opt(cfg.budget, success)
 
     def _improve_dir(self, state: SearchState, e: int, trajectory: CompletedTrajectory, success: bool) -> None:
-        """Take a trajectory with a larger ``D`` than the best so far as episode ``e``'s ``a_dir`` (early stop: the last).
+        """Take a trajectory with a larger ``D`` than the best so far as episode ``e``'s ``a_dir``.
 
         :param state: the search state
         :param e: the episode
         :param trajectory: the trajectory
         :param success: whether it ended in success
         """
-        cfg = self.config
         ep = state.outcomes[e]
         if ep.interactions_to_improvement is None:
             ep.interactions_to_improvement = int(state.progress.search_interactions[e])
         ep.dir_leaf, ep.return_dir, ep.d_dir, ep.success_dir = trajectory.leaf, trajectory.ret, trajectory.d, success
         state.progress.d_best[e] = trajectory.d
-        if cfg.early_stop and cfg.max_trajectories is None:
-            state.progress.phase[e] = DONE
 
     def _record_bound_violation(self, tree: SearchTree, ep: EpisodeSearch, leaf: int) -> None:
         """Runtime admissibility check: compare the bound of every node on a complete trajectory with the return-to-go
@@ -556,7 +546,7 @@ def gumbel_top_k(
         raise ValueError(f"k must be at least 1, got {k!r}")
     budget = np.iinfo(np.int64).max if max_interactions is None else max_interactions
     config = SearchConfig(
-        epsilon=1.0, budget=budget, priority="gumbel", prune=False, early_stop=False, gamma=gamma, horizon=horizon,
+        epsilon=1.0, budget=budget, priority="gumbel", prune=False, stop="budget", gamma=gamma, horizon=horizon,
         max_trajectories=k, record_trajectories=True,
     )  # fmt: skip
     result = TopDownSearch(simulator, policy_fn, config).run(seeds, rng)

@@ -257,7 +257,7 @@ def _search_episode(
                 if result.interactions_to_improvement is None:
                     result.interactions_to_improvement = search_interactions
                 result.dir_leaf, result.return_dir, result.d_dir, d_best = leaf, child.ret, d, d
-                if cfg.early_stop:
+                if cfg.stop.ends_after_opt(improved=True, success=False, success_opt=False):
                     break
         if searching_dir and search_interactions >= cfg.budget:
             break
