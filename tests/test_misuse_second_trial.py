@@ -137,7 +137,7 @@ def test_unbounded_nodes_under_astar_search_as_alpha_0_in_both_loops(compiled_lo
 
     def run(alpha: float) -> Any:
         config = SearchConfig(
-            epsilon=epsilon, budget=200, priority="astar", alpha=alpha, prune=True, early_stop=False, horizon=40,
+            epsilon=epsilon, budget=200, priority="astar", alpha=alpha, prune=True, stop="budget", horizon=40,
             compiled_loop=compiled_loop,
         )  # fmt: skip
         rngs = [np.random.default_rng([seed, 11]) for seed in seeds]
