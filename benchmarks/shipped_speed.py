@@ -18,7 +18,7 @@ interactions per second, side by side and interleaved over rounds:
 * ``reinforce``: the REINFORCE entry (30 rollouts of 100 steps per map).
 
 *Early* is the untrained policy. *Late* loads the policy weights of a trained N6 checkpoint (``--checkpoint``, a
-DirPG model zip; every row shares the network) into every row: there ``stop_on_success`` ends most searches at
+DirPG model zip; every row shares the network) into every row: there ``stop="success"`` ends most searches at
 ``a_opt``, and REINFORCE's rollouts end at the goal. The ratios are each row's median rate over REINFORCE's, in the same
 phase.
 """

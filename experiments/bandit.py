@@ -137,7 +137,7 @@ def run_dirpg(env_kwargs: dict[str, Any], seed: int, queries: int, lr: float, bu
     env = gym.make(ENV_ID, **env_kwargs)
     search_log = SearchLog()
     model = DirPG(
-        "MlpPolicy", env, learning_rate=lr, epsilon=1.0, search_budget=budget, priority="gumbel", early_stop=True,
+        "MlpPolicy", env, learning_rate=lr, epsilon=1.0, search_budget=budget, priority="gumbel", stop="improvement",
         max_episode_steps=env.unwrapped.horizon, policy_kwargs=dict(net_arch=[]), seed=seed, device="cpu",
     )  # fmt: skip
     done = 0

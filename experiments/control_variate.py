@@ -76,7 +76,7 @@ def update_variances(
     :param seeds: map seeds
     :param batch: maps searched in lockstep
     :param rng_seed: seed of the search noise
-    :param overrides: search settings that differ from the model's (e.g. ``epsilon``, ``early_stop``)
+    :param overrides: search settings that differ from the model's (e.g. ``epsilon``, ``stop``)
     :return: ``var_with_cv`` (of ``(1/ε)[∇log P(a_dir) − ∇log P(a_opt)]``), ``var_without_cv`` (of
         ``(1/ε)∇log P(a_dir)``), their ratio, ``var_opt`` and ``cov_dir_opt`` (traces, same 1/ε² scale), the squared
         norms of the means, the improved fraction, the mean ``D(a_dir) − D(a_opt)`` and the mean fraction of
@@ -128,7 +128,7 @@ def measurement_variants(settings: dict[str, Any]) -> dict[str, dict[str, Any]]:
         (``a_dir`` = first improvement, the approximate search of appendix C) and a smaller ε"""
     return {
         "training search (ε=1, no early stop)": {},
-        "ε=1, early stop": {"early_stop": True},
+        "ε=1, early stop": {"stop": "improvement"},
         f"ε={settings['small_epsilon']:g}, no early stop": {"epsilon": settings["small_epsilon"]},
     }
 

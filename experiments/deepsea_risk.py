@@ -161,7 +161,8 @@ def train_one(
     env = gym.make(ENV_ID).unwrapped
     actions, cells, base, corner = enumerate_paths(env)
     model = DirPG(
-        "MlpPolicy", ENV_ID, learning_rate=lr, epsilon=epsilon, search_budget=budget, early_stop=early_stop,
+        "MlpPolicy", ENV_ID, learning_rate=lr, epsilon=epsilon, search_budget=budget,
+        stop="improvement" if early_stop else "budget",
         max_episode_steps=env.horizon, batch_episodes=batch_episodes, seed=seed, device="cpu",
         policy_kwargs=dict(net_arch=[], optimizer_class=th.optim.SGD if optimizer == "sgd" else th.optim.Adam),
     )  # fmt: skip
@@ -201,7 +202,8 @@ def gradient_check(epsilon: float, n_episodes: int, early_stop: bool, chunks: in
     env = gym.make(ENV_ID).unwrapped
     actions, cells, base, corner = enumerate_paths(env)
     model = DirPG(
-        "MlpPolicy", ENV_ID, epsilon=epsilon, search_budget=100, early_stop=early_stop, max_episode_steps=env.horizon,
+        "MlpPolicy", ENV_ID, epsilon=epsilon, search_budget=100,
+        stop="improvement" if early_stop else "budget", max_episode_steps=env.horizon,
         policy_kwargs=dict(net_arch=[]), seed=0, device="cpu",
     )  # fmt: skip
     weight = model.policy.action_net.weight

@@ -59,26 +59,26 @@ FROZEN_AT = 1_200_000  # the paper freezes its model here for the quality/quanti
 # the learning runs' methods, by name
 METHODS: dict[str, Method] = {
     # the shipped setting (zoo_hyperparams/dirpg.yml): the authors' horizon-free bound, best-first, break on goal
-    "dirpg": ("DirPG", dict(DIRPG_PAPER, stop_on_success=True), {}),
-    "dirpg-df-stop": ("DirPG", dict(DIRPG_PAPER, depth_first=True, stop_on_success=True), {}),
+    "dirpg": ("DirPG", dict(DIRPG_PAPER, stop="success"), {}),
+    "dirpg-df-stop": ("DirPG", dict(DIRPG_PAPER, depth_first=True, stop="success"), {}),
     # the shipped setting with 8 maps searched in lockstep and one update per map, in order (issue 22)
-    "dirpg-lockstep8": ("DirPG", dict(DIRPG_PAPER, stop_on_success=True, batch_episodes=8, update_per_episode=True), {}),
+    "dirpg-lockstep8": ("DirPG", dict(DIRPG_PAPER, stop="success", batch_episodes=8, update_per_episode=True), {}),
     # the shipped setting with up to 16 maps searched ahead and committed one at a time: the same learning, faster
-    "dirpg-lookahead16": ("DirPG", dict(DIRPG_PAPER, stop_on_success=True, lookahead=16), {}),
+    "dirpg-lookahead16": ("DirPG", dict(DIRPG_PAPER, stop="success", lookahead=16), {}),
     # the same with one Python round trip per search iteration instead of the compiled loop: the same learning, slower
-    "dirpg-python-loop": ("DirPG", dict(DIRPG_PAPER, stop_on_success=True, lookahead=16, compiled_loop=False), {}),
+    "dirpg-python-loop": ("DirPG", dict(DIRPG_PAPER, stop="success", lookahead=16, compiled_loop=False), {}),
     # the setting shipped before: the bound that drops terms beyond the steps left; it never completes a 2nd trajectory
     "dirpg-paper-tight": ("DirPG", dict(DIRPG_PAPER), dict(step_limit=True)),
     # the authors' bound (no step limit), best-first
     "dirpg-free": ("DirPG", dict(DIRPG_PAPER), {}),
     "dirpg-df": ("DirPG", dict(DIRPG_PAPER, depth_first=True), {}),
-    "dirpg-df-early": ("DirPG", dict(DIRPG_PAPER, depth_first=True, stop_on_success=True, early_stop=True), {}),
-    "dirpg-gumbel-stop": ("DirPG", dict(DIRPG_PAPER, priority="gumbel", alpha=0.0, stop_on_success=True), None),
+    "dirpg-df-early": ("DirPG", dict(DIRPG_PAPER, depth_first=True, stop={"success": {"improvement": True}}), {}),
+    "dirpg-gumbel-stop": ("DirPG", dict(DIRPG_PAPER, priority="gumbel", alpha=0.0, stop="success"), None),
     **{  # the paper's priority sweep (issue 22) in the shipped setting: A* with each alpha, and the Gumbel priority
-        f"sweep-a{alpha:g}": ("DirPG", dict(DIRPG_PAPER, stop_on_success=True, lookahead=16, alpha=alpha), {})
+        f"sweep-a{alpha:g}": ("DirPG", dict(DIRPG_PAPER, stop="success", lookahead=16, alpha=alpha), {})
         for alpha in SWEEP_ALPHAS
     },
-    "sweep-gumbel": ("DirPG", dict(DIRPG_PAPER, stop_on_success=True, lookahead=16, priority="gumbel", alpha=0.0), None),
+    "sweep-gumbel": ("DirPG", dict(DIRPG_PAPER, stop="success", lookahead=16, priority="gumbel", alpha=0.0), None),
     "reinforce": ("Reinforce", dict(n_rollouts=30, variant="action"), None),
     "cem": ("CEM", dict(n_rollouts=30, n_elite=2), None),
 }

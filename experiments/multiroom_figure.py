@@ -74,7 +74,7 @@ def figure_method(name: str, settings: dict[str, Any]) -> Method:
     if name.startswith("dirpg-"):
         alpha = float(name.split("-", 1)[1])
         kwargs = dict(epsilon=1.0, search_budget=settings["search_budget"], priority="astar", alpha=alpha,
-                      early_stop=settings["early_stop"])  # fmt: skip
+                      stop="improvement" if settings["early_stop"] else "budget")  # fmt: skip
         return ("DirPG", kwargs, {})
     if name in ("reinforce-trajectory", "reinforce-action"):
         return ("Reinforce", dict(n_rollouts=settings["n_rollouts"], variant=name.split("-", 1)[1]), None)
@@ -140,7 +140,7 @@ def quality_vs_quantity(
     for priority, alpha in priorities:
         label = "gumbel" if priority == "gumbel" else f"astar α={alpha:g}"
         config = model.search_config(
-            priority=priority, alpha=alpha, early_stop=False, prune=False, stop_on_success=False,
+            priority=priority, alpha=alpha, stop="budget", prune=False,
             record_trajectories=True, budget=budget, horizon=horizon,
         )  # fmt: skip
         rng = np.random.default_rng(seed)

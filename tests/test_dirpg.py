@@ -18,6 +18,7 @@ from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecNorm
 
 from sb3_dirpg import DirPG, MiniGridCNN
 from sb3_dirpg.envs import make_minigrid_env
+from sb3_dirpg.search.stopping import SuccessStop
 from tests.helpers import (
     LeakyEnv,
     LockedEnv,
@@ -179,7 +180,7 @@ def test_n_envs_4() -> None:
 
 def test_action_masker_masks_are_respected() -> None:
     """MaskedChainEnv raises on an illegal action; the search and predict must never take one."""
-    model = small_model(masked_chain(), search_budget=32, early_stop=False)
+    model = small_model(masked_chain(), search_budget=32, stop="budget")
     model.learn(6_000)
     result = model.search([1, 2, 3])
     for ep in result.episodes:
@@ -464,8 +465,8 @@ def test_lookahead_learns_exactly_what_one_batch_at_a_time_learns(batch_episodes
 
 
 def test_lookahead_is_exact_with_stop_on_success_on_minigrid() -> None:
-    """The shipped MiniGrid setting: ``stop_on_success`` ends most searches at a successful ``a_opt``."""
-    env_kwargs = dict(epsilon=1.0, search_budget=60, stop_on_success=True, learning_rate=1e-3)
+    """The shipped MiniGrid setting: ``stop="success"`` ends most searches at a successful ``a_opt``."""
+    env_kwargs = dict(epsilon=1.0, search_budget=60, stop="success", learning_rate=1e-3)
     policy_kwargs = dict(features_extractor_class=MiniGridCNN, net_arch=[], normalize_images=False)
     models = [
         lookahead_model(n, make_minigrid_env("MiniGrid-Empty-5x5-v0", max_steps=30), policy="MultiInputPolicy",
@@ -536,19 +537,19 @@ def _empty_with_stop_on_success() -> tuple[DirPG, list[int], Callable[[], list[n
 
     env = make_minigrid_env("MiniGrid-Empty-Random-5x5-v0", max_steps=40)
     policy_kwargs = dict(features_extractor_class=MiniGridCNN, net_arch=[], normalize_images=False)
-    model = DirPG("MultiInputPolicy", env, seed=0, gamma=0.99, search_budget=300, early_stop=False, stop_on_success=True,
+    model = DirPG("MultiInputPolicy", env, seed=0, gamma=0.99, search_budget=300, stop="success",
                   policy_kwargs=policy_kwargs, device="cpu")  # fmt: skip
     seeds = list(range(80))
     return model, seeds, lambda: [np.random.default_rng([seed, 5]) for seed in seeds]
 
 
-def test_refine_success_searches_on_after_a_successful_a_opt() -> None:
-    """``stop_on_success`` ends the search at a successful ``a_opt`` with nothing to learn; ``refine_success`` searches
+def test_refining_searches_on_after_a_successful_a_opt() -> None:
+    """``stop="success"`` ends the search at a successful ``a_opt`` with nothing to learn; ``SuccessStop(refine=n)`` searches
     on for a larger ``D`` (here a shorter success: the return is discounted) and ends at the first one. Searches whose
     ``a_opt`` fails are the same either way, and so are the ``a_opt`` samples."""
     model, seeds, rngs = _empty_with_stop_on_success()
     plain = model.search(seeds, rng=rngs()).episodes
-    refined = model.search(seeds, config=model.search_config(refine_success=True), rng=rngs()).episodes
+    refined = model.search(seeds, config=model.search_config(stop=SuccessStop(refine=300)), rng=rngs()).episodes
     succeeded = [i for i, ep in enumerate(plain) if ep.success_opt]
     assert 8 <= len(succeeded) < len(seeds)  # both kinds of map are tested
     for i, (a, b) in enumerate(zip(plain, refined)):
@@ -565,35 +566,35 @@ def test_refine_success_searches_on_after_a_successful_a_opt() -> None:
     assert all(ep.return_dir > ep.return_opt for ep in improved)  # the same goal reward, reached sooner
 
 
-def test_refine_budget_caps_only_the_search_after_a_successful_a_opt() -> None:
-    """``refine_budget`` bounds the search that refines a successful ``a_opt``; a search whose ``a_opt`` failed keeps
-    the whole budget and is unchanged."""
+def test_the_refining_budget_caps_only_the_search_after_a_successful_a_opt() -> None:
+    """``SuccessStop(refine=n)`` bounds the search that refines a successful ``a_opt``; a search whose ``a_opt`` failed
+    keeps the whole budget and is unchanged."""
     model, seeds, rngs = _empty_with_stop_on_success()
-    full = model.search(seeds, config=model.search_config(refine_success=True), rng=rngs()).episodes
-    capped = model.search(seeds, config=model.search_config(refine_success=True, refine_budget=20), rng=rngs()).episodes
+    full = model.search(seeds, config=model.search_config(stop=SuccessStop(refine=300)), rng=rngs()).episodes
+    capped = model.search(seeds, config=model.search_config(stop=SuccessStop(refine=20)), rng=rngs()).episodes
     assert any(ep.success_opt and ep.interactions - ep.length_opt > 20 for ep in full)  # the cap has work to do
     for a, b in zip(full, capped):
         if not a.success_opt:
             assert (a.interactions, a.d_dir) == (b.interactions, b.d_dir)
         else:
             assert b.interactions - b.length_opt <= 20
-    with pytest.raises(ValueError, match="refine_budget"):
-        model.search_config(refine_success=True, refine_budget=0)
+    with pytest.raises(ValueError, match="refine must be a non-negative integer"):
+        model.search_config(stop={"success": {"refine": -1}})
 
 
-def test_refine_from_turns_refine_success_on_at_the_first_full_window_that_reaches_it(tmp_path: Path) -> None:
-    """``refine_from``: ``refine_success`` is off until a full window of recent maps has ``a_opt`` succeed on at least
+def test_refine_from_turns_refining_on_at_the_first_full_window_that_reaches_it(tmp_path: Path) -> None:
+    """``refine_from``: refining is off until a full window of recent maps has ``a_opt`` succeed on at least
     that fraction, on from that batch on; the searches then refine, and a saved model keeps it on."""
     model, _, _ = _empty_with_stop_on_success()
-    model = DirPG("MultiInputPolicy", model.env, seed=0, gamma=0.99, search_budget=300, early_stop=False,
-                  stop_on_success=True, refine_from=0.5, stats_window_size=10, batch_episodes=2,
+    model = DirPG("MultiInputPolicy", model.env, seed=0, gamma=0.99, search_budget=300,
+                  stop="success", refine_from=0.5, stats_window_size=10, batch_episodes=2,
                   refine_settings=dict(learning_rate=0.25, gamma=0.95), policy_kwargs=model.policy_kwargs,
                   device="cpu")  # fmt: skip
 
     class Watch(BaseCallback):
         def __init__(self) -> None:
             super().__init__()
-            self.seen: list[tuple[list[float], bool, bool]] = []  # window, refine_success, refined a successful a_opt
+            self.seen: list[tuple[list[float], bool, bool]] = []  # window, refining, refined a successful a_opt
             self.settings: list[tuple[float, float]] = []  # the learning rate and gamma the next batch gets
 
         def _on_step(self) -> bool:
@@ -601,7 +602,7 @@ def test_refine_from_turns_refine_success_on_at_the_first_full_window_that_reach
 
         def _on_rollout_end(self) -> None:
             refined = any(ep.success_opt and ep.interactions > ep.length_opt for ep in self.model.searched_batch.episodes)
-            self.seen.append((list(self.model.ep_success_buffer), self.model.refine_success, refined))
+            self.seen.append((list(self.model.ep_success_buffer), self.model.refining, refined))
             self.settings.append((self.model.lr_schedule(1.0), self.model.search_config().gamma))
 
     watch = Watch()
@@ -616,11 +617,11 @@ def test_refine_from_turns_refine_success_on_at_the_first_full_window_that_reach
     assert model.refine_started_at is not None and 0 < model.refine_started_at <= model.num_timesteps
     model.save(tmp_path / "model")
     loaded = DirPG.load(tmp_path / "model", env=model.env)
-    assert loaded.refine_success and loaded.refine_started_at == model.refine_started_at
+    assert loaded.stop == SuccessStop(refine=300) and loaded.refine_started_at == model.refine_started_at
     # rl-zoo3's -i passes the entry's settings, those from before the switch: the loaded model still refines
     with pytest.warns(UserWarning, match="goes on with refine_settings"):
-        resumed = DirPG.load(tmp_path / "model", env=model.env, learning_rate=1e-3, gamma=0.99, refine_success=False)
-    assert resumed.refine_success and (resumed.lr_schedule(1.0), resumed.search_config().gamma) == (0.25, 0.95)
+        resumed = DirPG.load(tmp_path / "model", env=model.env, learning_rate=1e-3, gamma=0.99, stop="success")
+    assert resumed.refining and (resumed.lr_schedule(1.0), resumed.search_config().gamma) == (0.25, 0.95)
     other = DirPG.load(tmp_path / "model", env=model.env, refine_settings=dict(learning_rate=0.5))
     assert (other.lr_schedule(1.0), other.gamma) == (0.5, 0.95)
 
@@ -628,26 +629,26 @@ def test_refine_from_turns_refine_success_on_at_the_first_full_window_that_reach
 @pytest.mark.parametrize("value", [0.0, 1.5, "0.9", True])
 def test_refine_from_outside_a_success_rate_is_refused(value: Any) -> None:
     with pytest.raises(ValueError, match="refine_from"):
-        DirPG("MlpPolicy", "CartPole-v1", stop_on_success=True, refine_from=value)
+        DirPG("MlpPolicy", "CartPole-v1", stop="success", refine_from=value)
 
 
 @pytest.mark.parametrize(
     ("settings", "match"),
     [("lr=3e-4", "refine_settings must be a dict"), (dict(lerning_rate=3e-4), "cannot set.*lerning_rate.*learning_rate"),
-     (dict(gamma=1.5), "gamma"), (dict(learning_rate="3e-4"), "learning_rate"), (dict(refine_success=False), "cannot set"),
-     (dict(stop_on_success=False), "cannot set.*stop_on_success")],
+     (dict(gamma=1.5), "gamma"), (dict(learning_rate="3e-4"), "learning_rate"), (dict(refine_from=0.5), "cannot set"),
+     (dict(stop="budget"), "does not refine a successful a_opt")],
 )  # fmt: skip
 def test_refine_settings_get_the_constructors_checks_before_training(settings: Any, match: str) -> None:
     with pytest.raises(ValueError, match=match):
-        DirPG("MlpPolicy", "CartPole-v1", stop_on_success=True, refine_from=0.9, refine_settings=settings)
+        DirPG("MlpPolicy", "CartPole-v1", stop="success", refine_from=0.9, refine_settings=settings)
 
 
-def test_refine_from_without_stop_on_success_is_refused() -> None:
-    with pytest.raises(ValueError, match="stop_on_success"):
+def test_refine_from_without_the_success_rule_is_refused() -> None:
+    with pytest.raises(ValueError, match="pass stop='success'"):
         DirPG("MlpPolicy", "CartPole-v1", refine_from=0.9)
-    model = DirPG("MlpPolicy", "CartPole-v1", stop_on_success=True, refine_from=0.9)
-    model.stop_on_success = False
-    with pytest.raises(ValueError, match="stop_on_success"):
+    model = DirPG("MlpPolicy", "CartPole-v1", stop="success", refine_from=0.9)
+    model.stop = "improvement"
+    with pytest.raises(ValueError, match="pass stop='success'"):
         model.learn(100)
     assert model.num_timesteps == 0
 

@@ -14,6 +14,7 @@ import pytest
 
 from experiments import control_variate, multiroom_figure, vs_ppo
 from sb3_dirpg import DirPG
+from sb3_dirpg.search.stopping import SuccessStop
 
 pytestmark = pytest.mark.integration
 
@@ -118,10 +119,10 @@ def test_greedy_gap_records_the_diagnostics_and_the_greedy_failures(tmp_path, mo
     # --load continues the saved model, with an algorithm setting changed
     more = greedy_gap.main(["--env", "MiniGrid-DoorKey-5x5-v0", "--budget", "3000", "--every", "3000", "--maps", "4",
                             "--tag", "more", "--out", str(tmp_path), "--load", str(saved), "--save",
-                            "--params", "refine_success:False", "refine_budget:None"])  # fmt: skip
+                            "--params", "stop:'success'"])  # fmt: skip
     assert more["points"][0]["interactions"] == points[-1]["interactions"]
     assert more["points"][-1]["interactions"] >= points[-1]["interactions"] + 3000
-    assert DirPG.load(tmp_path / "greedy_gap" / "DoorKey-5x5-more-s0.zip").refine_success is False
+    assert DirPG.load(tmp_path / "greedy_gap" / "DoorKey-5x5-more-s0.zip").stop == SuccessStop()
 
 
 def test_frontier_probe_spends_each_budget_on_the_same_maps(tmp_path: Path) -> None:

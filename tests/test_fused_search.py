@@ -117,7 +117,7 @@ def _shipped_n6(**changes: Any) -> DirPG:
     env = make_minigrid_env("MiniGrid-MultiRoom-N6-v0", max_steps=100)
     return DirPG(
         "MultiInputPolicy", env, seed=0, learning_rate=1e-3, search_budget=2900, priority="astar", alpha=0.2,
-        heuristic=MultiRoomBound.for_env(env), early_stop=False, stop_on_success=True, batch_episodes=1, gamma=0.999,
+        heuristic=MultiRoomBound.for_env(env), stop="success", batch_episodes=1, gamma=0.999,
         policy_kwargs=POLICY_KWARGS, device="cpu", **changes,
     )  # fmt: skip
 

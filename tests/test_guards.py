@@ -122,7 +122,7 @@ def test_strict_heuristic_raises_on_a_violated_bound() -> None:
 
 def test_search_reports_the_depth_and_gap_of_a_violation() -> None:
     model = small_model(chain(3), heuristic=Constant((0.0, 0.25)), gamma=0.5)
-    config = model.search_config(prune=False, early_stop=False, budget=200)
+    config = model.search_config(prune=False, stop="budget", budget=200)
     result = model.search([0], config=config, rng=np.random.default_rng(0))
     (ep,) = result.episodes
     # the all-ones trajectory (reward 1 at its third step) is found by the exhaustive search; from the root the

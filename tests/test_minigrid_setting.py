@@ -55,7 +55,7 @@ def test_every_registered_minigrid_id_gets_the_setting_and_a_short_search(env_id
     assert (MiniGridProgressReward in kinds) == setting.facts.known_success
     # every registered family's success rule is known, but Playground's: it never succeeds
     assert setting.facts.known_success == (type(env.unwrapped).__name__ != "PlaygroundEnv")
-    kwargs = {**setting.algorithm_kwargs(), "search_budget": 20, "refine_budget": 20, "lookahead": 1}
+    kwargs = {**setting.algorithm_kwargs(), "search_budget": 20, "stop": {"success": {"refine": 20}}, "lookahead": 1}
     model = DirPG(setting.policy, env, **kwargs, seed=0, device="cpu")
     model.learn(2 * setting.facts.horizon + 40)
     assert model.num_timesteps >= 2 * setting.facts.horizon + 40
@@ -123,11 +123,11 @@ def test_the_bridge_trains_a_minigrid_id_without_an_entry_with_the_setting(tmp_p
     with open(default_conf_file("dirpg")) as file:
         assert env_id not in yaml.load(file, Loader=yaml.UnsafeLoader)
     main(["train", "--env", env_id, "-n", "300", "--seed", "0", "-f", str(tmp_path), "--device", "cpu",
-          "--eval-freq", "-1", "-params", "search_budget:30", "refine_budget:30"])  # fmt: skip
+          "--eval-freq", "-1", "-params", "search_budget:30", "stop:dict(success=dict(refine=30))"])  # fmt: skip
     (config,) = tmp_path.glob(f"dirpg/{env_id}_*/{env_id}/config.yml")
     saved: dict[str, Any] = dict(yaml.load(config.read_text(), Loader=yaml.UnsafeLoader))
     assert saved["search_budget"] == 30 and saved["max_episode_steps"] == 4 * (6 + 6)
-    assert saved["refine_success"] is ALGORITHM_SETTING["refine_success"] is True
+    assert saved["stop"] == {"success": {"refine": 30}} and ALGORITHM_SETTING["stop"] == {"success": {"refine": 100}}
     assert (tmp_path / "dirpg" / f"{env_id}_1" / f"{env_id}.zip").exists()
 
 

@@ -141,12 +141,12 @@ def test_a_heuristic_that_changes_the_env_is_refused_at_construction(heuristic: 
 
 def test_a_non_bool_is_success_is_refused_at_construction_naming_the_env() -> None:
     with pytest.raises(EnvAPIError, match=r"DefectChainEnv.*info\['is_success'\] = '(yes|no)'.*not a bool"):
-        model(defect("success_str"), stop_on_success=True)
+        model(defect("success_str"), stop="success")
 
 
 def test_a_non_bool_is_success_is_refused_while_searching() -> None:
     # a wrapper built without the self-check: the search's own check sees the value when an episode ends
-    m = model(SimulatorWrapper(defect("success_str"), self_check=False), stop_on_success=True)
+    m = model(SimulatorWrapper(defect("success_str"), self_check=False), stop="success")
     with pytest.raises(ValueError, match=r"DefectChainEnv.*info\['is_success'\] = '(yes|no)'"):
         m.learn(100)
     assert m._n_updates == 0
@@ -164,7 +164,7 @@ class NumpySuccessEnv(DefectChainEnv):
 
 
 def test_numpy_bool_is_success_is_read_as_success() -> None:
-    m = trained(NumpySuccessEnv(3, 2), steps=300, stop_on_success=True)
+    m = trained(NumpySuccessEnv(3, 2), steps=300, stop="success")
     assert m.simulator.reports_success and len(m.ep_success_buffer) > 0
     assert set(m.ep_success_buffer) <= {0.0, 1.0} and max(m.ep_success_buffer) == 1.0
 

@@ -27,10 +27,7 @@ SETTINGS: dict[str, Any] = dict(
 )
 SEEDS = list(range(12))
 #: the DirPG flags that must be bools
-FLAGS = (
-    "prune", "early_stop", "depth_first", "stop_on_success", "refine_success", "update_per_episode", "strict_heuristic",
-    "compiled_loop",
-)  # fmt: skip
+FLAGS = ("prune", "depth_first", "update_per_episode", "strict_heuristic", "compiled_loop")
 
 
 def target_env() -> gym.Env:
@@ -65,7 +62,7 @@ def outcomes(model: DirPG, **overrides: Any) -> list[Any]:
     """:param model: a model
     :param overrides: search settings
     :return: the per-episode outcomes of a search of :data:`SEEDS` (no early stop, fixed noise)"""
-    config = model.search_config(early_stop=False, **overrides)
+    config = model.search_config(stop="budget", **overrides)
     rngs = [np.random.default_rng([seed, 5]) for seed in SEEDS]
     return model.search(SEEDS, config=config, rng=rngs).episodes
 
@@ -233,7 +230,7 @@ def test_load_overrides_get_the_constructors_checks_and_behaviour(tmp_path: Path
     loaded = DirPG.load(tmp_path / "model", env=target_env(), **astar_settings())
     assert loaded.search_config() == built.search_config()
     assert outcomes(loaded) == outcomes(built)
-    for bad in (dict(early_stop="false"), dict(alpha=3.0), dict(priority="astar", alpha=0.5), dict(learning_rate="1e-3")):
+    for bad in (dict(stop="sometimes"), dict(alpha=3.0), dict(priority="astar", alpha=0.5), dict(learning_rate="1e-3")):
         with pytest.raises(ValueError, match="|".join(bad)):
             DirPG.load(tmp_path / "model", env=target_env(), **bad)
     faster = DirPG.load(tmp_path / "model", env=target_env(), learning_rate=0.5)  # SB3's way still works

@@ -19,6 +19,7 @@ from stable_baselines3.common.logger import KVWriter, Logger
 
 from sb3_dirpg import DirPG
 from sb3_dirpg.common.evaluation import evaluate_policy
+from sb3_dirpg.search.stopping import SuccessStop
 from tests.helpers import MaskableChainEnv, chain
 
 SETTINGS = dict(search_budget=24, batch_episodes=4, policy_kwargs=dict(net_arch=[8]), seed=0, learning_rate=1e-2)
@@ -89,7 +90,7 @@ def _improved_episodes(**settings: object) -> int:
         def _on_rollout_end(self) -> None:
             self.improved += [episode.improved for episode in self.locals["search"]]
 
-    model = DirPG("MlpPolicy", "CartPole-v1", epsilon=-1.0, search_budget=100, early_stop=False, batch_episodes=16, seed=0,
+    model = DirPG("MlpPolicy", "CartPole-v1", epsilon=-1.0, search_budget=100, stop="budget", batch_episodes=16, seed=0,
                   alpha=0.5, heuristic=lambda env: (0.0, 500.0), **settings)  # fmt: skip
     counter = Improved()
     model.learn(1, callback=counter)
@@ -113,19 +114,19 @@ def test_risk_averse_astar_warns_once_that_it_searches_breadth_first_and_depth_f
 @pytest.mark.parametrize(
     ("settings", "says"),
     [
-        (dict(refine_success=True), "refine_success=True changes only what stop_on_success=True does"),
-        (dict(refine_from=0.9), "refine_from=0.9 changes only what stop_on_success=True does"),
-        (dict(stop_on_success=True, refine_settings=dict(gamma=0.9)), "refine_from is None"),
-        (dict(stop_on_success=True, refine_budget=10), "refining is off"),
-        (dict(stop_on_success=True, refine_success=True, refine_budget=500, search_budget=40), "above search_budget=40"),
+        (dict(refine_from=0.9), "refine_from=0.9 switches the stopping rule 'success'"),
+        (dict(stop="success", refine_settings=dict(gamma=0.9)), "refine_from is None"),
+        (dict(stop={"success": {"refine": 500}}, search_budget=40), "above search_budget=40"),
+        (dict(stop="success", refine_from=0.5, refine_settings=dict(stop={"success": {"refine": 500}}), search_budget=40),
+         "above search_budget=40"),
     ],
 )
 def test_refining_settings_that_cannot_act_are_refused_at_construction_assignment_and_load(
     settings: dict, says: str, tmp_path: object
 ) -> None:
-    """Each refining setting that was accepted and then did nothing (issue 81: ``refine_budget`` 500 silently clamped
-    to a search budget of 40, ``refine_settings`` dropped without ``refine_from``, ``refine_success`` without
-    ``stop_on_success`` searching as without it) is refused the same way wherever it is given: to the constructor,
+    """Each refining setting that was accepted and then did nothing (issue 81: a refining budget of 500 silently
+    clamped to a search budget of 40, ``refine_settings`` dropped without ``refine_from``, ``refine_from`` with a rule
+    that does not stop on success) is refused the same way wherever it is given: to the constructor,
     by assignment (before the next search) or to ``load``."""
     with pytest.raises(ValueError, match=says):
         DirPG("MlpPolicy", chain(4), **{**SETTINGS, **settings})
@@ -144,8 +145,8 @@ def test_refining_settings_that_act_are_taken() -> None:
     ``refine_from`` switches on."""
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        DirPG("MlpPolicy", chain(4), **{**SETTINGS, "stop_on_success": True, "refine_success": True, "refine_budget": 24})
-        DirPG("MlpPolicy", chain(4), **SETTINGS, stop_on_success=True, refine_from=0.9, refine_settings=dict(gamma=0.9))
+        DirPG("MlpPolicy", chain(4), **{**SETTINGS, "stop": {"success": {"refine": 24}}})
+        DirPG("MlpPolicy", chain(4), **SETTINGS, stop="success", refine_from=0.9, refine_settings=dict(gamma=0.9))
 
 
 def test_settings_read_once_are_refused_after_the_model_is_built_with_what_to_do(tmp_path: object) -> None:
@@ -286,13 +287,13 @@ def test_refining_that_cannot_improve_warns_once_and_names_gamma(gamma: float) -
     from sb3_dirpg.envs.minigrid import MiniGridCNN
 
     env = make_minigrid_env("MiniGrid-Empty-Random-5x5-v0", max_steps=40)
-    model = DirPG("MultiInputPolicy", env, seed=0, gamma=gamma, search_budget=120, stop_on_success=True,
-                  refine_success=True, batch_episodes=8, learning_rate=1e-9, device="cpu",
+    model = DirPG("MultiInputPolicy", env, seed=0, gamma=gamma, search_budget=120, stop=SuccessStop(refine=120),
+                  batch_episodes=8, learning_rate=1e-9, device="cpu",
                   policy_kwargs=dict(features_extractor_class=MiniGridCNN, net_arch=[], normalize_images=False))  # fmt: skip
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         model.learn(12_000)
-    said = [str(w.message) for w in caught if "refine_success searched on" in str(w.message)]
+    said = [str(w.message) for w in caught if "searched on after" in str(w.message)]
     refined, improved = model._refining_tally
     if gamma == 1.0:
         assert refined >= DirPG.REFINED_WITHOUT_GAIN and improved == 0

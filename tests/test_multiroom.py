@@ -60,8 +60,8 @@ def test_stop_on_success_spends_less_than_the_budget_on_easy_maps() -> None:
     interactions made."""
     venv = make_vec_env(lambda: make_minigrid_env("MiniGrid-Empty-5x5-v0", max_steps=40), n_envs=1, vec_env_cls=DummyVecEnv)
     policy_kwargs = dict(features_extractor_class=MiniGridCNN, net_arch=[], normalize_images=False)
-    model = DirPG("MultiInputPolicy", venv, search_budget=500, priority="astar", alpha=0.2, early_stop=False, gamma=0.999,
-                  heuristic=MultiRoomBound(0.999), depth_first=True, stop_on_success=True, batch_episodes=8, seed=0,
+    model = DirPG("MultiInputPolicy", venv, search_budget=500, priority="astar", alpha=0.2, gamma=0.999,
+                  heuristic=MultiRoomBound(0.999), depth_first=True, stop="success", batch_episodes=8, seed=0,
                   policy_kwargs=policy_kwargs, device="cpu")  # fmt: skip
     result = model.search(list(range(8)))
     ended = [ep for ep in result.episodes if ep.success_dir]
@@ -85,7 +85,7 @@ def test_reinforce_records_the_success_of_its_rollouts() -> None:
 
 
 def test_stop_on_success_warns_when_the_env_never_reports_success() -> None:
-    model = DirPG("MlpPolicy", "CartPole-v1", search_budget=20, stop_on_success=True, batch_episodes=2, seed=0, device="cpu")
+    model = DirPG("MlpPolicy", "CartPole-v1", search_budget=20, stop="success", batch_episodes=2, seed=0, device="cpu")
     with pytest.warns(UserWarning, match="is_success"):
         model.learn(200)
 

@@ -39,7 +39,7 @@ def test_multiroom_astar_with_pruning() -> None:
     env = make_minigrid_env("MiniGrid-MultiRoom-N2-S4-v0")
     model = DirPG(
         "MultiInputPolicy", env, search_budget=1500, priority="astar", alpha=0.3, heuristic=MultiRoomBound.for_env(env, 0.99),
-        gamma=0.99, max_episode_steps=40, early_stop=False, seed=1,
+        gamma=0.99, max_episode_steps=40, stop="budget", seed=1,
         policy_kwargs=dict(features_extractor_class=MiniGridCNN, net_arch=[], normalize_images=False),
     )  # fmt: skip
     compare(model, [3, 4, 5, 6, 7, 8])

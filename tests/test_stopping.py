@@ -55,3 +55,47 @@ def test_max_trajectories_with_a_rule_that_ends_at_an_improvement_is_refused() -
     with pytest.raises(ValueError, match="stop='budget'"):
         SearchConfig(max_trajectories=3)
     assert SearchConfig(max_trajectories=3, stop="budget").max_trajectories == 3
+
+
+def test_a_hyperparameter_entry_with_the_flags_of_earlier_releases_trains_with_their_rule_and_a_warning() -> None:
+    from sb3_dirpg import DirPG
+    from sb3_dirpg.integrations.zoo import algorithm_kwargs
+    from tests.helpers import chain
+
+    entry = {"policy": "MlpPolicy", "search_budget": 40, "early_stop": False, "stop_on_success": True,
+             "refine_success": True}  # fmt: skip
+    with pytest.warns(FutureWarning, match=r"stop: \{'success': \{'refine': 40\}\}"):
+        kwargs = algorithm_kwargs(entry)
+    assert DirPG("MlpPolicy", chain(3), **kwargs).stop == SuccessStop(refine=40)
+    with pytest.raises(ValueError, match="are both given"):
+        algorithm_kwargs({**entry, "stop": "budget"})
+
+
+def test_a_model_saved_before_the_stopping_rule_loads_with_the_rule_its_flags_spelled(tmp_path: object) -> None:
+    """A zip written by a release with the four flags (its data holds them, and no ``stop``) loads with a warning and
+    the same searches; given to ``load`` as keyword arguments, the flags are read the same way."""
+    import json
+    import zipfile
+    from pathlib import Path
+
+    from sb3_dirpg import DirPG
+    from tests.helpers import chain
+
+    path = Path(str(tmp_path)) / "model.zip"
+    DirPG("MlpPolicy", chain(3), search_budget=40, seed=0).save(path)
+    old = Path(str(tmp_path)) / "old.zip"
+    with zipfile.ZipFile(path) as source, zipfile.ZipFile(old, "w") as target:
+        for item in source.infolist():
+            content = source.read(item.filename)
+            if item.filename == "data":
+                data = json.loads(content)
+                del data["stop"]
+                data.update(early_stop=False, stop_on_success=True, refine_success=True, refine_budget=25)
+                content = json.dumps(data).encode()
+            target.writestr(item, content)
+    with pytest.warns(FutureWarning, match="saved by an earlier release"):
+        model = DirPG.load(old, env=chain(3))
+    assert model.stop == SuccessStop(refine=25) and "early_stop" not in vars(model)
+    assert model.search_config() == DirPG("MlpPolicy", chain(3), search_budget=40, stop=SuccessStop(refine=25)).search_config()
+    with pytest.warns(FutureWarning, match="stop='budget'"):
+        assert DirPG.load(path, env=chain(3), early_stop=False).stop == BudgetStop()

@@ -44,6 +44,7 @@ from sb3_dirpg.integrations.zoo import (
     resolve_policy_kwargs,
 )
 from sb3_dirpg.integrations.zoo_samplers import SAMPLERS, apply_to_entry
+from sb3_dirpg.search.stopping import stop_rule
 
 pytestmark = pytest.mark.integration
 
@@ -133,7 +134,7 @@ def test_optimize_two_trials_then_reload_a_trial(tmp_path) -> None:
     assert len(study.trials) == 2
     finished = [t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE]
     assert finished and all(np.isfinite(t.value) for t in finished)  # the evaluations ran (they count interactions)
-    assert set(study.trials[0].params) == {"abs_epsilon", "search_budget", "learning_rate", "early_stop", "net_arch"}
+    assert set(study.trials[0].params) == {"abs_epsilon", "search_budget", "learning_rate", "stop", "net_arch"}
     reports = list((tmp_path / "dirpg").glob("report_*.csv"))
     assert reports
 
@@ -158,7 +159,7 @@ def test_every_zoo_entry_loads_and_trains(tmp_path, algo: str, env_id: str) -> N
     if env_id.startswith("MiniGrid"):
         assert isinstance(model.policy.features_extractor, MiniGridCNN)
         assert model.policy.net_arch == [] and model.policy.normalize_images is False
-        gamma = float(entry.get("gamma", 0.999))  # the entries of issue 44 (refine_success) discount with 0.99
+        gamma = float(entry.get("gamma", 0.999))  # the entries of issue 44 (refining) discount with 0.99
         assert model.gamma == gamma
         if algo == "dirpg":  # the entry's bound, with the entry's gamma and the reward values of the env it searches
             named = [cls for cls in (MiniGridProgressBound, MiniGridBound) if cls.__name__ in str(entry["heuristic"])]
@@ -167,8 +168,7 @@ def test_every_zoo_entry_loads_and_trains(tmp_path, algo: str, env_id: str) -> N
             env = build_env(env_id, entry.get("env_kwargs"), entry.get("env_wrapper"))
             assert model.heuristic.__getstate__() == bound.for_env(env, gamma).__getstate__()
             assert model.priority == "astar" and model.search_budget == entry["search_budget"]
-            assert model.refine_success is bool(entry.get("refine_success", False))
-            assert model.refine_budget == entry.get("refine_budget")
+            assert model.stop == stop_rule(entry.get("stop", "improvement"))
         assert ("mission" in model.observation_space.spaces) == ("MissionObs" in str(entry["env_wrapper"]))
 
 
@@ -282,7 +282,7 @@ def test_samplers_keep_the_entry_extractor_and_sample_alpha_only_with_astar() ->
     entry = {"policy_kwargs": {"features_extractor_class": MiniGridCNN, "net_arch": []}, "priority": "astar",
              "epsilon": 1.0}  # fmt: skip
     trial = optuna.trial.FixedTrial(
-        {"abs_epsilon": 2.0, "search_budget": 300, "learning_rate": 1e-3, "early_stop": False, "net_arch": "tiny",
+        {"abs_epsilon": 2.0, "search_budget": 300, "learning_rate": 1e-3, "stop": "budget", "net_arch": "tiny",
          "alpha": 0.3}  # fmt: skip
     )
     params = SAMPLERS["dirpg"](trial, 0, 1, {}, defaults=entry)

@@ -34,7 +34,7 @@ PANELS = (
 def train(folder: Path, timesteps: int) -> Path:
     """:return: the event file of a CartPole run with the zoo entry's settings"""
     th.set_num_threads(1)
-    model = DirPG("MlpPolicy", "CartPole-v1", learning_rate=3e-3, epsilon=1.0, search_budget=200, early_stop=True,
+    model = DirPG("MlpPolicy", "CartPole-v1", learning_rate=3e-3, epsilon=1.0, search_budget=200, stop="improvement",
                   batch_episodes=8, tensorboard_log=str(folder), seed=0)  # fmt: skip
     model.learn(timesteps, log_interval=1)
     return next(folder.glob("DirPG_1/events.out.tfevents.*"))

@@ -44,8 +44,7 @@ def probe_bounds(
         out[env_id] = {}
         for name in PROBE_SETTINGS:
             kwargs = dict(search_budget=settings["search_budget"], epsilon=settings["epsilon"], gamma=settings["gamma"],
-                          stop_on_success=settings["stop_on_success"], prune=settings["prune"],
-                          early_stop=settings["early_stop"])  # fmt: skip
+                          stop=prepared.get("stop", "improvement"), prune=settings["prune"])  # fmt: skip
             rewards = prepared["heuristic"]  # the entry's bound carries the reward values of its env
             if name == "grid":
                 grid = rewards if isinstance(rewards, MiniGridBound) else MiniGridBound(

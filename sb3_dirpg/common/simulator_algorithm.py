@@ -391,6 +391,7 @@ class SimulatorAlgorithm(IterativeAlgorithm):
         if isinstance(env, str):
             env = maybe_make_env(env, 0)  # an env id, as the constructor takes (SB3's load expects an env object)
         # SB3 sets the keyword arguments into the model's __dict__, past the checks of attribute assignment
+        kwargs = cls.settings_of_earlier_releases(kwargs, f"{cls.__name__}.load")
         kwargs = {key: cls.check_setting(key, value) for key, value in kwargs.items()}
         # set after loading: the saved weights hold an average only when the saved model kept one
         decay = {"ema_decay": kwargs.pop("ema_decay")} if "ema_decay" in kwargs else {}
@@ -403,6 +404,13 @@ class SimulatorAlgorithm(IterativeAlgorithm):
         model.check_settings()
         model._after_load(kwargs)
         return model
+
+    @classmethod
+    def settings_of_earlier_releases(cls, settings: dict[str, Any], owner: str) -> dict[str, Any]:
+        """:param settings: settings by name, as ``load`` or a hyperparameter file gives them
+        :param owner: who reads them, for the message
+        :return: the settings, with those of earlier releases replaced by what they spelled (nothing to replace here)"""
+        return settings
 
     def _after_load(self, overrides: dict[str, Any]) -> None:
         """Restore what ``load``'s keyword arguments must not undo (nothing here; see :meth:`DirPG._after_load`).

@@ -22,6 +22,7 @@ from sb3_dirpg.dirpg.settings import (
     check_refining,
     check_seeds,
     refine_settings_check,
+    refined_stop,
 )
 from sb3_dirpg.dirpg.solve import Solution, best_solutions, greedy_trajectories
 from sb3_dirpg.dirpg.update import SearchShare, UpdateSteps, concat_steps, greedy_contrast_steps
@@ -29,7 +30,7 @@ from sb3_dirpg.dirpg.workers import SearchPool, check_worker_payload, make_searc
 from sb3_dirpg.search import EpisodeSearch, SearchConfig, SearchResult, TopDownSearch
 from sb3_dirpg.search.config import breadth_first_astar
 from sb3_dirpg.search.protocols import Heuristic, PolicyFunction
-from sb3_dirpg.search.stopping import stop_from_flags
+from sb3_dirpg.search.stopping import LEGACY_STOP_FLAGS, StopRule, SuccessStop, replace_legacy_flags
 from sb3_dirpg.simulator import strip_monitor
 from sb3_dirpg.simulator.cloners import env_name
 
@@ -67,23 +68,22 @@ class DirPG(BatchSearch, SimulatorAlgorithm):
         Every complete trajectory is checked against the bounds on its path: when one is violated, a warning names
         the depth and the gap (once per model) and pruning is switched off for the rest of training
     :param strict_heuristic: raise a ValueError instead of warning when the heuristic's bound is caught violated
-    :param early_stop: stop an episode's search at its first improvement over ``a_opt`` (appendix C)
+    :param stop: when an episode's search ends before its budget (:mod:`sb3_dirpg.search.stopping`): ``"improvement"``
+        (at the first trajectory with ``D > D(a_opt)``, appendix C), ``"budget"`` (never: ``a_dir`` is the exact argmax
+        when the budget suffices), ``"success"`` (at the first trajectory that ends in success, ``info["is_success"]``,
+        the authors' "break on goal"; the budget left is neither spent nor counted in ``num_timesteps``), a rule object
+        such as ``SuccessStop(refine=100)`` (where ``a_opt`` itself succeeds, search on for up to 100 interactions for
+        a larger ``D``, a shorter success, and stop at the first one, instead of stopping at once with a zero update;
+        beyond the paper, docs/algorithm.md), or its YAML spelling ``{"success": {"refine": 100}}``
     :param depth_first: follow every popped region's sampled child chain to the end of a trajectory before popping
         another (the authors' depth-first option); every pop then completes a trajectory
-    :param stop_on_success: end an episode's search at the first trajectory that ends in success (``info["is_success"]``,
-        the authors' "break on goal"); the budget left is neither spent nor counted in ``num_timesteps``
-    :param refine_success: with ``stop_on_success``, when ``a_opt`` itself succeeds, search on within the budget for a
-        trajectory with a larger ``D`` (a shorter success, where the return is discounted) and stop at the first one,
-        instead of stopping at once with a zero update (beyond the paper; docs/algorithm.md)
-    :param refine_budget: with ``refine_success``, the interactions allowed for the search that refines a successful
-        ``a_opt`` (at most ``search_budget``; None: ``search_budget``)
-    :param refine_from: turn ``refine_success`` on by itself once ``a_opt`` has succeeded on at least this fraction of
-        the last ``stats_window_size`` searched maps (a full window; ``rollout/success_rate``), and leave it on: the
-        search learns fast while its samples fail and then refines them (beyond the paper; docs/algorithm.md). A model
-        saved after the switch goes on refining when loaded, with ``refine_settings`` over ``load``'s keyword arguments.
-        None: ``refine_success`` stays as set
-    :param refine_settings: other settings to assign at that moment, e.g. ``{"learning_rate": 3e-4, "gamma": 0.99}``
-        (each checked as the constructor checks it, before training), or None
+    :param refine_from: with ``stop="success"``, switch to refining a successful ``a_opt`` (within the search budget)
+        by itself once ``a_opt`` has succeeded on at least this fraction of the last ``stats_window_size`` searched maps
+        (a full window; ``rollout/success_rate``), and keep refining: the search learns fast while its samples fail and
+        then refines them (beyond the paper; docs/algorithm.md). A model saved after the switch goes on refining when
+        loaded, with ``refine_settings`` over ``load``'s keyword arguments. None: ``stop`` stays as set
+    :param refine_settings: other settings to assign at that moment, e.g. ``{"learning_rate": 3e-4, "stop": {"success":
+        {"refine": 100}}}`` (each checked as the constructor checks it, before training), or None
     :param batch_episodes: episodes searched in lockstep per update (None: ``max(8, n_envs)``)
     :param update_per_episode: apply one optimizer step per searched episode of a batch, in order, instead of one step
         on the batch's mean. With ``batch_episodes=k`` the policy is updated after every map as with
@@ -107,7 +107,7 @@ class DirPG(BatchSearch, SimulatorAlgorithm):
         in the last bit). A batch whose update is zero leaves the policy as it was, so the next batch's search with it
         is the one it would have had anyway; after a batch that updates, the batches searched ahead are searched again
         with the new policy (same seeds and noise). The number searched at once follows the share of recent batches
-        that updated (late in training, with ``stop_on_success``, few do). Searches thrown away are not counted in
+        that updated (late in training, with ``stop="success"``, few do). Searches thrown away are not counted in
         ``num_timesteps``; the callback is called once per committed batch
     :param max_episode_steps: cut trajectories after this many steps (needed when the env has no time limit; a value
         above the env's own limit is warned about, and ``horizon`` reports the smaller)
@@ -158,11 +158,8 @@ class DirPG(BatchSearch, SimulatorAlgorithm):
         alpha: float = 0.0,
         heuristic: Heuristic | None = None,
         prune: bool = True,
-        early_stop: bool = True,
+        stop: StopRule | str | dict[str, Any] = "improvement",
         depth_first: bool = False,
-        stop_on_success: bool = False,
-        refine_success: bool = False,
-        refine_budget: int | None = None,
         refine_from: float | None = None,
         refine_settings: dict[str, Any] | None = None,
         batch_episodes: int | None = None,
@@ -191,18 +188,17 @@ class DirPG(BatchSearch, SimulatorAlgorithm):
     ) -> None:
         # every setting is checked on its own by check_setting (as when it is assigned later), then together
         flags = dict(
-            prune=prune, early_stop=early_stop, depth_first=depth_first, stop_on_success=stop_on_success,
-            refine_success=refine_success, update_per_episode=update_per_episode, strict_heuristic=strict_heuristic,
+            prune=prune, depth_first=depth_first, update_per_episode=update_per_episode, strict_heuristic=strict_heuristic,
             compiled_loop=compiled_loop,
         )  # fmt: skip
         numbers_ = dict(epsilon=epsilon, search_budget=search_budget, priority=priority, alpha=alpha, lookahead=lookahead,
-                        refine_budget=refine_budget, refine_from=refine_from, refine_settings=refine_settings,
-                        n_epochs=n_epochs, clip_range=clip_range, ent_coef=ent_coef,
-                        greedy_coef=greedy_coef)  # fmt: skip
+                        refine_from=refine_from, refine_settings=refine_settings, n_epochs=n_epochs, clip_range=clip_range,
+                        ent_coef=ent_coef, greedy_coef=greedy_coef)  # fmt: skip
         for name, value in {**numbers_, **flags, "n_workers": n_workers, "parallel_backend": parallel_backend}.items():
             self.check_setting(name, value)
+        stop = self.check_setting("stop", stop)
         check_astar_heuristic(priority, alpha, heuristic)
-        check_refining(stop_on_success, refine_success, refine_budget, refine_from, refine_settings, search_budget)
+        check_refining(stop, refine_from, refine_settings, search_budget)
         check_greedy_coef(greedy_coef, n_workers)
         if priority == "astar" and heuristic is not None and alpha == 0:
             warnings.warn(
@@ -222,10 +218,10 @@ class DirPG(BatchSearch, SimulatorAlgorithm):
         self.priority = priority
         self.alpha = alpha
         self.lookahead = lookahead
-        self.refine_budget = refine_budget
+        self.stop = stop
         self.refine_from = refine_from
         self.refine_settings = refine_settings
-        self.refine_started_at: int | None = None  # the interactions at which refine_from turned refine_success on
+        self.refine_started_at: int | None = None  # the interactions at which refine_from turned refining on
         self.n_epochs = n_epochs
         self.clip_range = clip_range
         self.ent_coef = ent_coef
@@ -275,8 +271,7 @@ class DirPG(BatchSearch, SimulatorAlgorithm):
         setting alone, in any order; this runs before every search and after ``load``)."""
         check_astar_heuristic(self.priority, self.alpha, self.heuristic)
         self._warn_breadth_first()
-        check_refining(self.stop_on_success, self.refine_success, self.refine_budget, self.refine_from,
-                       self.refine_settings, self.search_budget)  # fmt: skip
+        check_refining(self.stop, self.refine_from, self.refine_settings, self.search_budget)
         check_greedy_coef(self.greedy_coef, self.n_workers)
 
     def _warn_breadth_first(self) -> None:
@@ -302,13 +297,9 @@ class DirPG(BatchSearch, SimulatorAlgorithm):
         settings = dict(
             epsilon=self.epsilon, budget=self.search_budget, priority=self.priority, alpha=self.alpha, prune=prune,
             gamma=self.gamma, horizon=self.horizon, depth_first=self.depth_first, compiled_loop=self.compiled_loop,
+            stop=self.stop,
         )  # fmt: skip
-        flags = dict(early_stop=self.early_stop, stop_on_success=self.stop_on_success, refine_success=self.refine_success,
-                     refine_budget=self.refine_budget)  # fmt: skip
-        flags.update({name: overrides.pop(name) for name in list(overrides) if name in flags})
-        settings.update(overrides)
-        settings.setdefault("stop", stop_from_flags(**flags, budget=settings["budget"]))
-        return SearchConfig(**settings)
+        return SearchConfig(**{**settings, **overrides})
 
     def search(
         self,
@@ -361,7 +352,7 @@ class DirPG(BatchSearch, SimulatorAlgorithm):
         greedy = greedy_trajectories(self.simulator, acting.logits, seeds, self.horizon)
         result = None
         if budget > 0:
-            settings = dict(priority="gumbel", alpha=0.0, early_stop=False, stop_on_success=False, record_trajectories=True)
+            settings = dict(priority="gumbel", alpha=0.0, stop="budget", record_trajectories=True)
             config = self.search_config(**{**settings, "budget": int(budget), **overrides})
             rng = np.random.default_rng(np.random.SeedSequence([*seeds, len(seeds)]))
             result = self.search(seeds, config=config, rng=rng, policy_fn=acting.search_function())
@@ -404,39 +395,61 @@ class DirPG(BatchSearch, SimulatorAlgorithm):
         self.logger.record("rollout/greedy_success_rate", float(np.mean([trajectory.success for trajectory in greedy])))
         self.logger.record_mean("train/greedy_contrast_steps", float(len(contrast.actions)))
 
+    @property
+    def refining(self) -> bool:
+        """:return: whether the stopping rule searches on after a successful ``a_opt``"""
+        return isinstance(self.stop, SuccessStop) and self.stop.refine > 0
+
     def _start_refining(self) -> None:
-        """Turn ``refine_success`` on once ``a_opt`` succeeds on ``refine_from`` of a full window of recent maps."""
+        """Switch to refining a successful ``a_opt`` once it succeeds on ``refine_from`` of a full window of recent maps."""
         if self.refine_from is None:
             return
         window = self.ep_success_buffer
-        if not self.refine_success and len(window) == window.maxlen and float(np.mean(window)) >= self.refine_from:
+        if self.refine_started_at is None and len(window) == window.maxlen and float(np.mean(window)) >= self.refine_from:
             self._apply_refine_settings()
             self.refine_started_at = self.num_timesteps
             if self.verbose >= 1:
-                print(f"DirPG: a_opt succeeded on {np.mean(window):.0%} of the last {len(window)} maps; refine_success "
-                      f"is on from {self.num_timesteps} interactions, with {self.refine_settings or {}}")  # fmt: skip
-        self.logger.record("search/refining", float(self.refine_success))
+                print(f"DirPG: a_opt succeeded on {np.mean(window):.0%} of the last {len(window)} maps; refining from "
+                      f"{self.num_timesteps} interactions, with stop={self.stop.spelling!r}")  # fmt: skip
+        self.logger.record("search/refining", float(self.refining))
 
     def _apply_refine_settings(self) -> None:
-        """Turn ``refine_success`` on and assign ``refine_settings``."""
-        self.refine_success = True
-        for name, value in (self.refine_settings or {}).items():
+        """Assign the refining stopping rule and ``refine_settings``."""
+        for name, value in refined_stop(self.stop, self.search_budget, self.refine_settings).items():
             setattr(self, name, value)
 
+    @classmethod
+    def settings_of_earlier_releases(cls, settings: dict[str, Any], owner: str) -> dict[str, Any]:
+        """:param settings: settings by name, as ``load`` or a hyperparameter file gives them
+        :param owner: who reads them, for the message
+        :return: the settings, with the stopping flags of earlier releases replaced by the ``stop`` rule they spelled
+            (with a warning)"""
+        return replace_legacy_flags(settings, owner)
+
     def _after_load(self, overrides: dict[str, Any]) -> None:
-        """A model saved after ``refine_from`` turned refining on goes on refining: ``refine_settings`` are assigned
-        again over ``load``'s keyword arguments. rl-zoo3's ``-i`` (continue training) passes the entry's settings,
-        which are those from before the switch; without this a resumed run would refine with them.
+        """A model saved by a release before the stopping rule gets the rule its flags spelled (with a warning). A model
+        saved after ``refine_from`` turned refining on goes on refining: ``refine_settings`` are assigned again over
+        ``load``'s keyword arguments. rl-zoo3's ``-i`` (continue training) passes the entry's settings, which are those
+        from before the switch; without this a resumed run would refine with them.
 
         :param overrides: the keyword arguments given to ``load``
         """
+        legacy = {name: self.__dict__.pop(name) for name in LEGACY_STOP_FLAGS if name in self.__dict__}
+        if legacy and "stop" not in overrides:
+            saved = {**legacy, "search_budget": self.search_budget}
+            self.stop = replace_legacy_flags(saved, "DirPG.load: this model was saved by an earlier release:")["stop"]
+            settings = dict(self.refine_settings or {})
+            budget = settings.pop("refine_budget", legacy.get("refine_budget"))
+            if self.refine_from is not None and budget is not None:  # it refined within that budget
+                rule = SuccessStop(refine=budget, improvement=bool(legacy.get("early_stop")))
+                self.refine_settings = {"stop": rule, **settings}
         if self.refine_from is None or self.refine_started_at is None:
             return
-        settings = {"refine_success": True, **(self.refine_settings or {})}
+        settings = refined_stop(self.stop, self.search_budget, self.refine_settings)
         undone = {name: overrides[name] for name, value in settings.items() if name in overrides and overrides[name] != value}
         if undone:
             warnings.warn(
-                f"DirPG.load: this model turned refine_success on at {self.refine_started_at} interactions (refine_from="
+                f"DirPG.load: this model started refining at {self.refine_started_at} interactions (refine_from="
                 f"{self.refine_from}), so it goes on with refine_settings={self.refine_settings} in place of {undone}; "
                 "pass refine_settings=... to refine with other settings",
                 stacklevel=3,
@@ -546,13 +559,13 @@ class DirPG(BatchSearch, SimulatorAlgorithm):
     REFINED_WITHOUT_GAIN = 20
 
     def _watch_refining(self, found: list[EpisodeSearch]) -> None:
-        """Warn once where ``refine_success`` searches on after successful ``a_opt`` and never improves: with
+        """Warn once where the stopping rule refines successful ``a_opt`` and never improves: with
         ``gamma=1`` and a success reward that does not depend on the way (a goal-only reward), every success ties on
         the return, and none can beat ``a_opt``, which holds the largest Gumbel.
 
         :param found: the batch's searched episodes
         """
-        if not (self.stop_on_success and self.refine_success) or getattr(self, "_refining_warned", False):
+        if not self.refining or getattr(self, "_refining_warned", False):
             return
         refined = [ep for ep in found if ep.success_opt and ep.interactions > ep.length_opt]
         tally = getattr(self, "_refining_tally", (0, 0))
@@ -567,8 +580,8 @@ class DirPG(BatchSearch, SimulatorAlgorithm):
                 else "the successes found score no higher D than a_opt: "
             )
             warnings.warn(
-                f"DirPG: refine_success searched on after {tally[0]} successful a_opt and improved none; {cause}"
-                "or pass refine_success=False to stop at the first success",
+                f"DirPG: stop={self.stop.spelling!r} searched on after {tally[0]} successful a_opt and improved none; "
+                f"{cause}or pass stop='success' to stop at the first success",
                 UserWarning,
                 stacklevel=3,
             )
@@ -581,11 +594,11 @@ class DirPG(BatchSearch, SimulatorAlgorithm):
         found = [ep for ep in episodes if ep.opt_leaf >= 0]
         simulator = self.simulator  # trajectories cut by max_episode_steps are not the env's ends: they say nothing
         unreported = simulator is not None and simulator.ends_without_success and not simulator.reports_success
-        if self.stop_on_success and found and unreported:
+        if isinstance(self.stop, SuccessStop) and found and unreported:
             warnings.warn(
-                f"DirPG: stop_on_success=True, but the episode ends of {env_name(simulator.simulators[0])} report no "
+                f"DirPG: stop={self.stop.spelling!r}, but the episode ends of {env_name(simulator.simulators[0])} report no "
                 "info['is_success'], so the search never stops on success; add the key in a wrapper (MiniGrid: "
-                "sb3_dirpg.envs.MiniGridShapedReward) or pass stop_on_success=False",
+                "sb3_dirpg.envs.MiniGridShapedReward) or pass stop='improvement'",
                 stacklevel=2,
             )
         for ep in found:

@@ -2,7 +2,7 @@
 
 A batch whose update is zero (no episode improved on ``a_opt``) leaves the policy as it was, so the search of the next
 batch with that policy is exactly the search it would have had. Late in training most batches are like that: with
-``stop_on_success`` a successful ``a_opt`` ends the search. :class:`Lookahead` keeps the batches drawn from the model's
+``stop="success"`` a successful ``a_opt`` ends the search. :class:`Lookahead` keeps the batches drawn from the model's
 streams (seeds and search noise) in order, and the searched shares of the first of them. DirPG searches several drawn
 batches at once, in lockstep, and commits them one at a time; a committed update (or any change of the search's
 settings) makes the shares still waiting stale, and they are searched again, with the same seeds and noise.

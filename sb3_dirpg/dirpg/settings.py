@@ -13,17 +13,15 @@ from sb3_dirpg.dirpg.workers import check_parallel_backend
 from sb3_dirpg.search import PRIORITIES
 from sb3_dirpg.search.config import check_flag
 from sb3_dirpg.search.protocols import Heuristic
+from sb3_dirpg.search.stopping import StopRule, SuccessStop, stop_rule
 
 __all__ = [
     "FLAGS", "SETTING_CHECKS", "check_astar_heuristic", "check_greedy_coef", "check_refining", "check_seeds",
-    "refine_settings_check",
+    "refine_settings_check", "refined_stop",
 ]  # fmt: skip
 
 #: DirPG's bool flags (a string such as "false" is refused: it is truthy)
-FLAGS = (
-    "prune", "early_stop", "depth_first", "stop_on_success", "refine_success", "update_per_episode", "strict_heuristic",
-    "compiled_loop",
-)  # fmt: skip
+FLAGS = ("prune", "depth_first", "update_per_episode", "strict_heuristic", "compiled_loop")
 
 
 def check_seeds(seeds: Any) -> list[int]:
@@ -65,52 +63,49 @@ def check_greedy_coef(greedy_coef: float, n_workers: int) -> None:
 
 
 def check_refining(
-    stop_on_success: bool,
-    refine_success: bool,
-    refine_budget: int | None,
-    refine_from: float | None,
-    refine_settings: dict[str, Any] | None,
-    search_budget: int,
+    stop: StopRule, refine_from: float | None, refine_settings: dict[str, Any] | None, search_budget: int
 ) -> None:
     """Refuse the refining settings that would be accepted and then change nothing.
 
-    :param stop_on_success: the ``stop_on_success`` setting
-    :param refine_success: the ``refine_success`` setting
-    :param refine_budget: the ``refine_budget`` setting
+    :param stop: the ``stop`` setting
     :param refine_from: the ``refine_from`` setting
     :param refine_settings: the ``refine_settings`` setting
     :param search_budget: the ``search_budget`` setting
-    :raises ValueError: for ``refine_success`` or ``refine_from`` without ``stop_on_success`` (refining changes only
-        what a success that ends the search does), ``refine_settings`` without ``refine_from`` (nothing switches them
-        on), ``refine_budget`` without refining, or above ``search_budget`` (a refinement never searches more than
-        the search budget)"""
-    for name, value in (("refine_from", refine_from), ("refine_success", refine_success or None)):
-        if value is not None and not stop_on_success:
+    :raises ValueError: for ``refine_from`` with a stopping rule other than ``"success"`` (refining changes only what a
+        success that ends the search does), ``refine_settings`` without ``refine_from`` (nothing switches them on), or
+        a refining budget above ``search_budget`` (a refinement never searches more than the search budget)"""
+    for spelled in (stop, (refine_settings or {}).get("stop")):
+        rule = None if spelled is None else stop_rule(spelled, "DirPG")
+        if isinstance(rule, SuccessStop) and rule.refine > search_budget:
             raise ValueError(
-                f"DirPG: {name}={value} changes only what stop_on_success=True does (a success ends the search): pass "
-                f"stop_on_success=True, or {name}={None if name == 'refine_from' else False}"
+                f"DirPG: stop={rule.spelling!r} refines within {rule.refine} interactions, above search_budget="
+                f"{search_budget}, and a refining search never searches more than the search budget: pass a refine of at "
+                f"most {search_budget}"
             )
+    if refine_from is not None and not isinstance(stop, SuccessStop):
+        raise ValueError(
+            f"DirPG: refine_from={refine_from} switches the stopping rule 'success' to refining a successful a_opt, and "
+            f"stop={stop.spelling!r}: pass stop='success', or refine_from=None"
+        )
     if refine_settings is not None and refine_from is None:
         raise ValueError(
             f"DirPG: refine_settings={refine_settings} take effect when refine_from switches refining on, and "
             "refine_from is None: pass refine_from (a success rate), or refine_settings=None"
         )
-    if refine_budget is not None and not refine_success and refine_from is None:
-        raise ValueError(
-            f"DirPG: refine_budget={refine_budget} bounds the refining search, and refining is off: pass "
-            "refine_success=True (or refine_from), or refine_budget=None"
-        )
-    if refine_budget is not None and refine_budget > search_budget:
-        raise ValueError(
-            f"DirPG: refine_budget={refine_budget} is above search_budget={search_budget}, and a refining search never "
-            f"searches more than the search budget: pass refine_budget <= {search_budget}, or None"
-        )
 
 
-#: the settings that ``refine_settings`` may not change: the switch itself and ``stop_on_success``, which it needs (turned
-#: off mid-run it would fail the next search's check), and what the simulators or workers are built with
-NOT_REFINE_SETTINGS = ("refine_from", "refine_settings", "refine_success", "stop_on_success", "heuristic",
-                       "simulator_backend", "n_workers", "parallel_backend")  # fmt: skip
+def refined_stop(stop: StopRule, search_budget: int, refine_settings: dict[str, Any] | None) -> dict[str, Any]:
+    """:param stop: the stopping rule before the switch (``"success"``)
+    :param search_budget: the search budget
+    :param refine_settings: the ``refine_settings`` setting
+    :return: the settings that ``refine_from`` assigns: ``stop`` refining a successful ``a_opt`` (within the search
+        budget, unless ``refine_settings`` give the rule), then ``refine_settings``"""
+    improvement = stop.improvement if isinstance(stop, SuccessStop) else False
+    return {"stop": SuccessStop(refine=search_budget, improvement=improvement), **(refine_settings or {})}
+
+
+#: the settings that ``refine_settings`` may not change: the switch itself, and what the simulators or workers are built with
+NOT_REFINE_SETTINGS = ("refine_from", "refine_settings", "heuristic", "simulator_backend", "n_workers", "parallel_backend")
 
 
 def refine_settings_check(checks: dict[str, Any]) -> Any:
@@ -122,14 +117,21 @@ def refine_settings_check(checks: dict[str, Any]) -> Any:
             return None
         if not isinstance(value, dict):
             raise ValueError(
-                f"{algo}: refine_settings must be a dict of settings to assign when refine_from turns refine_success on "
+                f"{algo}: refine_settings must be a dict of settings to assign when refine_from turns refining on "
                 f"(e.g. {{'learning_rate': 3e-4, 'gamma': 0.99}}) or None, got {value!r} of type {type(value).__name__}"
             )
         allowed = sorted(set(checks) - set(NOT_REFINE_SETTINGS))
         unknown = [key for key in value if key not in allowed]
         if unknown:
             raise ValueError(f"{algo}: refine_settings cannot set {unknown}; it may set {allowed}")
-        return {key: checks[key](algo, setting) for key, setting in value.items()}
+        checked = {key: checks[key](algo, setting) for key, setting in value.items()}
+        stop = checked.get("stop")
+        if stop is not None and not (isinstance(stop, SuccessStop) and stop.refine > 0):
+            raise ValueError(
+                f"{algo}: refine_settings' stop={stop.spelling!r} does not refine a successful a_opt: give a success rule "
+                "with a refining budget, e.g. {'success': {'refine': 100}}, or leave stop out (the search budget)"
+            )
+        return checked
 
     return check
 
@@ -164,15 +166,6 @@ def _check_search_budget(algo: str, value: Any) -> int:
             f"{algo}: search_budget=0 leaves no interactions to search for a_dir, so a_dir is always a_opt and the "
             "policy never updates; give a positive budget (e.g. 100)"
         )
-    return int(value)
-
-
-def _check_refine_budget(algo: str, value: Any) -> int | None:
-    if value is None:
-        return None
-    _real("refine_budget")(algo, value)
-    if int(value) != value or value < 1:
-        raise ValueError(f"{algo}: refine_budget must be a positive integer number of interactions or None, got {value!r}")
     return int(value)
 
 
@@ -253,7 +246,7 @@ def _flag(name: str) -> Any:
 SETTING_CHECKS: dict[str, Any] = {
     "epsilon": _check_epsilon,
     "search_budget": _check_search_budget,
-    "refine_budget": _check_refine_budget,
+    "stop": lambda algo, value: stop_rule(value, algo),
     "refine_from": _check_refine_from,
     "priority": _check_priority,
     "alpha": _check_alpha,

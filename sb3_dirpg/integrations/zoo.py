@@ -65,6 +65,7 @@ from sb3_dirpg.envs.minigrid import MiniGridCNN
 from sb3_dirpg.envs.minigrid.setting import completed_entry, minigrid_setting
 from sb3_dirpg.integrations.zoo_samplers import CONVERTERS, SAMPLERS, apply_to_entry
 from sb3_dirpg.search.protocols import Heuristic
+from sb3_dirpg.search.stopping import replace_legacy_flags
 
 ZOO_ALGOS: dict[str, type[BaseAlgorithm]] = {"dirpg": DirPG, "reinforce": Reinforce, "cem": CEM}
 #: algorithms of other libraries that rl-zoo3 lacks; rl-zoo3 trains them as it trains its own, with the settings of the
@@ -260,7 +261,7 @@ def prepare_hyperparams(hyperparams: dict[str, Any]) -> dict[str, Any]:
     :param hyperparams: the entry, as read from the YAML file and overridden from the command line
     :return: a new dict
     """
-    out = dict(hyperparams)
+    out = replace_legacy_flags(hyperparams, "the hyperparameters")
     if "policy_kwargs" in out:
         out["policy_kwargs"] = resolve_policy_kwargs(out["policy_kwargs"])
     out = apply_to_entry(out, out)

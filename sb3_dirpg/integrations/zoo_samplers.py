@@ -86,7 +86,7 @@ def sample_dirpg_params(
         "abs_epsilon": trial.suggest_float("abs_epsilon", 0.01, 10.0, log=True),
         "search_budget": trial.suggest_categorical("search_budget", SEARCH_BUDGETS),
         "learning_rate": trial.suggest_float("learning_rate", 1e-4, 3e-2, log=True),
-        "early_stop": trial.suggest_categorical("early_stop", [True, False]),
+        "stop": trial.suggest_categorical("stop", ["improvement", "budget"]),
         "net_arch": trial.suggest_categorical("net_arch", list(NET_ARCHS)),
     }
     if defaults.get("priority") == "astar":

@@ -20,10 +20,16 @@ A rule is spelled as its object, its name, or, in YAML files, a one-key mapping 
 from __future__ import annotations
 
 import numbers
+import warnings
 from dataclasses import dataclass, fields
 from typing import Any, ClassVar
 
-__all__ = ["STOP_RULES", "BudgetStop", "ImprovementStop", "StopRule", "SuccessStop", "stop_from_flags", "stop_rule"]
+import numpy as np
+
+__all__ = [
+    "LEGACY_STOP_FLAGS", "STOP_RULES", "BudgetStop", "ImprovementStop", "StopRule", "SuccessStop", "replace_legacy_flags",
+    "stop_from_flags", "stop_rule",
+]  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -187,3 +193,40 @@ def stop_from_flags(
         return ImprovementStop() if early_stop else BudgetStop()
     refine = (int(budget) if refine_budget is None else int(refine_budget)) if refine_success else 0
     return SuccessStop(refine=refine, improvement=bool(early_stop))
+
+
+#: the settings that spelled the stopping rule before it was one setting, with their defaults then
+LEGACY_STOP_FLAGS: dict[str, Any] = {
+    "early_stop": True, "stop_on_success": False, "refine_success": False, "refine_budget": None,
+}  # fmt: skip
+
+
+def replace_legacy_flags(settings: dict[str, Any], owner: str, budget: int = 100) -> dict[str, Any]:
+    """Settings with the four flags of earlier releases replaced by the ``stop`` rule they spelled, with a warning that
+    names it (for hyperparameter files and saved models written before the rule).
+
+    :param settings: the settings (not modified)
+    :param owner: who reads them, for the message (``"DirPG.load"``, a YAML entry)
+    :param budget: the search budget where ``settings`` give none (``refine_success`` without ``refine_budget`` refines
+        within it)
+    :return: a new dict, with ``stop`` in place of the flags (unchanged when it has none)
+    :raises ValueError: for flags given beside ``stop``
+    """
+    legacy = {name: settings[name] for name in LEGACY_STOP_FLAGS if name in settings}
+    if not legacy:
+        return dict(settings)
+    if "stop" in settings:
+        raise ValueError(f"{owner}: stop={settings['stop']!r} and the flags it replaces, {legacy}, are both given: keep stop")
+    for name, value in legacy.items():
+        if name != "refine_budget" and not isinstance(value, (bool, np.bool_)):
+            raise ValueError(f"{owner}: {name} must be a bool (True or False), got {value!r} of type {type(value).__name__}")
+    out = {key: value for key, value in settings.items() if key not in LEGACY_STOP_FLAGS}
+    rule = stop_from_flags(**{**LEGACY_STOP_FLAGS, **legacy}, budget=int(settings.get("search_budget", budget)))
+    out["stop"] = rule
+    warnings.warn(
+        f"{owner}: {legacy} are the stopping flags of releases before the stopping rule; they are read as "
+        f"stop={rule.spelling!r}, the same searches. Write stop: {rule.spelling!r} instead (sb3_dirpg.search.stopping)",
+        FutureWarning,
+        stacklevel=3,
+    )
+    return out

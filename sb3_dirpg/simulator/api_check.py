@@ -180,7 +180,7 @@ def check_step_result(env: gym.Env, result: Any) -> None:
 
 
 SUCCESS_ADVICE = (
-    "it must be a bool or a numpy bool (SB3's convention; DirPG's stop_on_success and success rates read it): "
+    "it must be a bool or a numpy bool (SB3's convention; DirPG's stop='success' and success rates read it): "
     "set info['is_success'] = bool(...)"
 )
 
