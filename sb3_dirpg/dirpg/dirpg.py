@@ -437,7 +437,7 @@ class DirPG(BatchSearch, SimulatorAlgorithm):
         legacy = {name: self.__dict__.pop(name) for name in LEGACY_STOP_FLAGS if name in self.__dict__}
         if legacy and "stop" not in overrides:
             saved = {**legacy, "search_budget": self.search_budget}
-            self.stop = replace_legacy_flags(saved, "DirPG.load: this model was saved by an earlier release:")["stop"]
+            self.stop = replace_legacy_flags(saved, "DirPG.load (a model saved by an earlier release)")["stop"]
             settings = dict(self.refine_settings or {})
             budget = settings.pop("refine_budget", legacy.get("refine_budget"))
             if self.refine_from is not None and budget is not None:  # it refined within that budget
