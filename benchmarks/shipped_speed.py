@@ -12,8 +12,6 @@ interactions per second, side by side and interleaved over rounds:
 * ``dirpg_python_torch``: the Python loop with torch forwards: the shipped entry as it was before the compiled loop;
 * ``dirpg_first_shipped``: the entry as first shipped, searching one map at a time in the Python loop with torch
   forwards (``lookahead=1``, ``compiled_loop=False``);
-* ``dirpg_lockstep8``: the same with 8 maps searched in lockstep and one update per map (``update_per_episode``; the
-  later maps are searched with a policy a few updates old);
 * ``dirpg_batch32``: 32 maps per search and one update on their mean (the throughput benchmark's row);
 * ``reinforce``: the REINFORCE entry (30 rollouts of 100 steps per map).
 
@@ -34,7 +32,7 @@ from typing import Any
 import torch as th
 import yaml
 
-from benchmarks.common import RESULTS
+from benchmarks.common import RESULTS, PythonLoop
 from experiments.common import write_json
 from sb3_dirpg import DirPG
 from sb3_dirpg.baselines import Reinforce
@@ -49,7 +47,6 @@ ROWS = {
     "dirpg_python_loop": ("dirpg", dict(compiled_loop=False)),
     "dirpg_python_torch": ("dirpg_torch", dict(compiled_loop=False)),
     "dirpg_first_shipped": ("dirpg_torch", dict(compiled_loop=False, lookahead=1)),
-    "dirpg_lockstep8": ("dirpg", dict(batch_episodes=8, update_per_episode=True)),
     "dirpg_batch32": ("dirpg", dict(batch_episodes=32)),
     "reinforce": ("reinforce", {}),
 }
@@ -72,13 +69,17 @@ class TorchForwardDirPG(DirPG):
 def shipped_model(algo: str, seed: int = 0, **changes: Any) -> DirPG | Reinforce:
     """:param algo: ``dirpg``, ``dirpg_torch`` (search forwards in torch) or ``reinforce``
     :param seed: the model's seed
-    :param changes: settings that differ from the entry
+    :param changes: settings that differ from the entry; ``compiled_loop=False`` searches in the Python loop
     :return: the model of the algorithm's N6 entry, on the env the entry builds (``max_steps`` 100)"""
     with open(HYPERPARAMS_DIR / f"{algo.removesuffix('_torch')}.yml") as file:
         entry = yaml.load(file, Loader=yaml.UnsafeLoader)[ENV_ID]
+    changes = dict(changes)
+    compiled_loop = changes.pop("compiled_loop", True)
     kwargs = {**algorithm_kwargs(entry), **changes}
     env = make_minigrid_env(ENV_ID, **entry["env_kwargs"])
     cls = {"dirpg": DirPG, "dirpg_torch": TorchForwardDirPG, "reinforce": Reinforce}[algo]
+    if not compiled_loop:
+        cls = type(f"PythonLoop{cls.__name__}", (PythonLoop, cls), {})
     return cls(entry["policy"], env, seed=seed, device="cpu", **kwargs)
 
 

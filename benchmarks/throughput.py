@@ -43,6 +43,7 @@ from sb3_dirpg.baselines import Reinforce
 from sb3_dirpg.common.batched_policy import BatchedPolicy
 from sb3_dirpg.envs import make_minigrid_env
 from sb3_dirpg.envs.minigrid import CompiledMiniGridSimulator, MiniGridCNN, MultiRoomBound, compiled_kernels
+from sb3_dirpg.search import SearchConfig
 
 try:  # the naive reference lives with the tests: row (c) needs a source checkout as the working directory
     from tests.reference.naive_search import NaiveDirPG
@@ -222,10 +223,13 @@ def profile_interaction(work: Workload, batch: int, n: int, backend: str = "auto
             totals["policy forward"] += time.perf_counter() - start
             return out
 
-    class ProfiledDirPG(DirPG):
+    class ProfiledDirPG(DirPG):  # not benchmarks.common.PythonLoop: this module also runs in trees without it
         batched_policy_class = TimedBatchedPolicy
 
-    model = make_dirpg(work, batch, cls=ProfiledDirPG, simulator_backend=backend, compiled_loop=False)
+        def search_config(self, **overrides: Any) -> SearchConfig:
+            return super().search_config(**{"compiled_loop": False, **overrides})
+
+    model = make_dirpg(work, batch, cls=ProfiledDirPG, simulator_backend=backend)
     model.simulator.ensure_simulators(batch)
 
     def timed(obj: Any, name: str, key: str) -> None:

@@ -175,7 +175,7 @@ def train_curriculum(
     from experiments.held_out import evaluate_held_out
     from experiments.minigrid_table import entry, parse_params
     from sb3_dirpg.dirpg import DirPG
-    from sb3_dirpg.integrations.zoo import algorithm_kwargs
+    from sb3_dirpg.integrations.zoo import algorithm_kwargs, entry_callbacks
 
     th.set_num_threads(1)
     for env_id, _ in stages:
@@ -210,6 +210,7 @@ def train_curriculum(
              DirPG(settings["policy"], training_env(stages[0][0]), seed=seed, device="cpu", **algorithm_kwargs(settings)))
     wall = record["points"][-1]["wall_s"] if made else 0.0  # training seconds, evaluations excluded
     ends = record["stage_ends"]  # the interactions at which each stage ended
+    callbacks = entry_callbacks(settings)
     for index, (env_id, count) in enumerate(stages):
         last = index == len(stages) - 1
         if index < len(ends) and not last:
@@ -218,7 +219,7 @@ def train_curriculum(
         model.set_env(training_env(env_id))
         while made < stage_end:
             started = time.perf_counter()
-            model.learn(min(every, stage_end - made), reset_num_timesteps=False)
+            model.learn(min(every, stage_end - made), callback=callbacks, reset_num_timesteps=False)
             made, wall = int(model.num_timesteps), wall + time.perf_counter() - started
             point: dict[str, Any] = {"interactions": made, "stage": env_id, "wall_s": wall}
             for name, greedy in (("sampled", False), ("greedy", True)):

@@ -211,7 +211,7 @@ def run(env_id: str, params: Sequence[str], budget: int, every: int, seed: int, 
     """
     from experiments.minigrid_table import entry, parse_params
     from sb3_dirpg.dirpg import DirPG
-    from sb3_dirpg.integrations.zoo import algorithm_kwargs
+    from sb3_dirpg.integrations.zoo import algorithm_kwargs, entry_callbacks
 
     th.set_num_threads(1)
     settings = {**entry(env_id, "dirpg"), **parse_params(params)}
@@ -232,7 +232,7 @@ def run(env_id: str, params: Sequence[str], budget: int, every: int, seed: int, 
             write_json(partial, {**header, "finished": False, "points": points})
 
     recorder = GapRecorder(env_id, env_kwargs, env_wrapper, every, writer, n_seeds, on_point=save_partial)
-    model.learn(budget, callback=recorder, log_interval=1, reset_num_timesteps=load is None)
+    model.learn(budget, callback=[recorder, *entry_callbacks(settings)], log_interval=1, reset_num_timesteps=load is None)
     if save is not None:
         model.save(save)
     failures = describe_greedy_failures(model, env_id, env_kwargs, env_wrapper, recorder.seeds)

@@ -61,12 +61,8 @@ METHODS: dict[str, Method] = {
     # the shipped setting (zoo_hyperparams/dirpg.yml): the authors' horizon-free bound, best-first, break on goal
     "dirpg": ("DirPG", dict(DIRPG_PAPER, stop="success"), {}),
     "dirpg-df-stop": ("DirPG", dict(DIRPG_PAPER, depth_first=True, stop="success"), {}),
-    # the shipped setting with 8 maps searched in lockstep and one update per map, in order (issue 22)
-    "dirpg-lockstep8": ("DirPG", dict(DIRPG_PAPER, stop="success", batch_episodes=8, update_per_episode=True), {}),
     # the shipped setting with up to 16 maps searched ahead and committed one at a time: the same learning, faster
     "dirpg-lookahead16": ("DirPG", dict(DIRPG_PAPER, stop="success", lookahead=16), {}),
-    # the same with one Python round trip per search iteration instead of the compiled loop: the same learning, slower
-    "dirpg-python-loop": ("DirPG", dict(DIRPG_PAPER, stop="success", lookahead=16, compiled_loop=False), {}),
     # the setting shipped before: the bound that drops terms beyond the steps left; it never completes a 2nd trajectory
     "dirpg-paper-tight": ("DirPG", dict(DIRPG_PAPER), dict(step_limit=True)),
     # the authors' bound (no step limit), best-first

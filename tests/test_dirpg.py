@@ -17,6 +17,7 @@ from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecNormalize
 
 from sb3_dirpg import DirPG, MiniGridCNN
+from sb3_dirpg.dirpg import RefineOnSuccess
 from sb3_dirpg.envs import make_minigrid_env
 from sb3_dirpg.search.stopping import SuccessStop
 from tests.helpers import (
@@ -370,46 +371,6 @@ def test_fixed_horizon_envs_need_no_time_limit() -> None:
         model.learn(200)
 
 
-def test_update_per_episode_is_one_step_per_map_in_order() -> None:
-    """With ``update_per_episode`` a batch of k searched maps makes k optimizer steps, the same as training on each
-    map's share alone, in order (bit for bit: the same operations); with one map per batch it changes nothing."""
-    from stable_baselines3.common.logger import configure
-
-    from sb3_dirpg.dirpg.update import SearchShare, UpdateSteps
-
-    def model(**kwargs) -> DirPG:
-        learner = small_model(chain(4), seed=1, batch_episodes=4, search_budget=80, epsilon=20.0, **kwargs)
-        learner.set_logger(configure(None, []))
-        return learner
-
-    searched = model().search(list(range(20, 24)))
-    share = SearchShare.of(searched)
-    improved = sorted(set(share.steps.episodes.tolist()))
-    assert len(improved) >= 2, "the test needs several improved maps in the batch"
-    per_episode, one_by_one, batch = model(update_per_episode=True), model(), model()
-    per_episode.searched_batch = share
-    per_episode.train()
-    for index in improved:
-        rows = share.steps.episodes == index
-        steps = share.steps
-        alone = UpdateSteps([o for o, keep in zip(steps.obs, rows) if keep], steps.masks[rows], steps.actions[rows],
-                            steps.signs[rows], np.zeros(int(rows.sum()), dtype=np.int64))  # fmt: skip
-        one_by_one.searched_batch = SearchShare(episodes=[share.episodes[index]], steps=alone)
-        one_by_one.train()
-    batch.searched_batch = share
-    batch.train()
-    assert per_episode._n_updates == len(improved) and batch._n_updates == 1
-    for a, b in zip(per_episode.policy.parameters(), one_by_one.policy.parameters()):
-        assert th.equal(a, b)
-    assert not all(th.equal(a, c) for a, c in zip(per_episode.policy.parameters(), batch.policy.parameters()))
-    single, default = model(update_per_episode=True), model()
-    for learner in (single, default):
-        learner.batch_episodes = 1
-        learner.learn(300)
-    for a, b in zip(single.policy.parameters(), default.policy.parameters()):
-        assert th.equal(a, b)
-
-
 class SearchCounting(DirPG):
     """DirPG that records the number of episodes of every search it runs."""
 
@@ -582,14 +543,12 @@ def test_the_refining_budget_caps_only_the_search_after_a_successful_a_opt() -> 
         model.search_config(stop={"success": {"refine": -1}})
 
 
-def test_refine_from_turns_refining_on_at_the_first_full_window_that_reaches_it(tmp_path: Path) -> None:
-    """``refine_from``: refining is off until a full window of recent maps has ``a_opt`` succeed on at least
+def test_refine_on_success_turns_refining_on_at_the_first_full_window_that_reaches_it(tmp_path: Path) -> None:
+    """``RefineOnSuccess``: refining is off until a full window of recent maps has ``a_opt`` succeed on at least
     that fraction, on from that batch on; the searches then refine, and a saved model keeps it on."""
     model, _, _ = _empty_with_stop_on_success()
-    model = DirPG("MultiInputPolicy", model.env, seed=0, gamma=0.99, search_budget=300,
-                  stop="success", refine_from=0.5, stats_window_size=10, batch_episodes=2,
-                  refine_settings=dict(learning_rate=0.25, gamma=0.95), policy_kwargs=model.policy_kwargs,
-                  device="cpu")  # fmt: skip
+    model = DirPG("MultiInputPolicy", model.env, seed=0, gamma=0.99, search_budget=300, stop="success",
+                  stats_window_size=10, batch_episodes=2, policy_kwargs=model.policy_kwargs, device="cpu")  # fmt: skip
 
     class Watch(BaseCallback):
         def __init__(self) -> None:
@@ -605,8 +564,8 @@ def test_refine_from_turns_refining_on_at_the_first_full_window_that_reaches_it(
             self.seen.append((list(self.model.ep_success_buffer), self.model.refining, refined))
             self.settings.append((self.model.lr_schedule(1.0), self.model.search_config().gamma))
 
-    watch = Watch()
-    model.learn(6_000, callback=watch)
+    watch, switch = Watch(), RefineOnSuccess(0.5, dict(learning_rate=0.25, gamma=0.95))
+    model.learn(6_000, callback=[switch, watch])
     reached = [len(window) == 10 and np.mean(window) >= 0.5 for window, _, _ in watch.seen]
     assert any(reached) and not reached[0]  # the switch happens within the run, not at its start
     first = reached.index(True)
@@ -614,48 +573,49 @@ def test_refine_from_turns_refining_on_at_the_first_full_window_that_reaches_it(
     assert watch.settings == [(0.25, 0.95) if k >= first else (1e-3, 0.99) for k in range(len(watch.seen))]
     assert not any(refined for _, _, refined in watch.seen[: first + 1])  # a successful a_opt ended its search
     assert any(refined for _, _, refined in watch.seen[first + 1 :])
-    assert model.refine_started_at is not None and 0 < model.refine_started_at <= model.num_timesteps
+    assert switch.started_at is not None and 0 < switch.started_at <= model.num_timesteps
     model.save(tmp_path / "model")
-    loaded = DirPG.load(tmp_path / "model", env=model.env)
-    assert loaded.stop == SuccessStop(refine=300) and loaded.refine_started_at == model.refine_started_at
-    # rl-zoo3's -i passes the entry's settings, those from before the switch: the loaded model still refines
-    with pytest.warns(UserWarning, match="goes on with refine_settings"):
-        resumed = DirPG.load(tmp_path / "model", env=model.env, learning_rate=1e-3, gamma=0.99, stop="success")
-    assert resumed.refining and (resumed.lr_schedule(1.0), resumed.search_config().gamma) == (0.25, 0.95)
-    other = DirPG.load(tmp_path / "model", env=model.env, refine_settings=dict(learning_rate=0.5))
-    assert (other.lr_schedule(1.0), other.gamma) == (0.5, 0.95)
+    loaded = DirPG.load(tmp_path / "model", env=model.env)  # the switch's settings are the model's: saved with it
+    assert loaded.stop == SuccessStop(refine=300) and (loaded.lr_schedule(1.0), loaded.gamma) == (0.25, 0.95)
+    again = RefineOnSuccess(0.5)
+    loaded.learn(100, callback=again, reset_num_timesteps=False)
+    assert again.started_at == model.num_timesteps  # it found the model refining already
+    # rl-zoo3's -i passes the entry's settings, those from before the switch: the callback switches again
+    resumed = DirPG.load(tmp_path / "model", env=model.env, learning_rate=1e-3, gamma=0.99, stop="success")
+    assert not resumed.refining
 
 
 @pytest.mark.parametrize("value", [0.0, 1.5, "0.9", True])
-def test_refine_from_outside_a_success_rate_is_refused(value: Any) -> None:
-    with pytest.raises(ValueError, match="refine_from"):
-        DirPG("MlpPolicy", "CartPole-v1", stop="success", refine_from=value)
+def test_refine_on_success_outside_a_success_rate_is_refused(value: Any) -> None:
+    with pytest.raises(ValueError, match="success_rate must be a success rate"):
+        RefineOnSuccess(value)
 
 
 @pytest.mark.parametrize(
     ("settings", "match"),
-    [("lr=3e-4", "refine_settings must be a dict"), (dict(lerning_rate=3e-4), "cannot set.*lerning_rate.*learning_rate"),
-     (dict(gamma=1.5), "gamma"), (dict(learning_rate="3e-4"), "learning_rate"), (dict(refine_from=0.5), "cannot set"),
-     (dict(stop="budget"), "does not refine a successful a_opt")],
+    [("lr=3e-4", "settings must be a dict"), (dict(lerning_rate=3e-4), "cannot set.*lerning_rate.*learning_rate"),
+     (dict(gamma=1.5), "gamma"), (dict(learning_rate="3e-4"), "learning_rate"), (dict(n_workers=1), "cannot set"),
+     (dict(stop="budget"), "does not refine a successful a_opt"),
+     (dict(stop={"success": {"refine": 500}}), "above search_budget=100")],
 )  # fmt: skip
-def test_refine_settings_get_the_constructors_checks_before_training(settings: Any, match: str) -> None:
+def test_refine_on_success_checks_its_settings_before_training(settings: Any, match: str) -> None:
+    model = DirPG("MlpPolicy", "CartPole-v1", stop="success")
     with pytest.raises(ValueError, match=match):
-        DirPG("MlpPolicy", "CartPole-v1", stop="success", refine_from=0.9, refine_settings=settings)
-
-
-def test_refine_from_without_the_success_rule_is_refused() -> None:
-    with pytest.raises(ValueError, match="pass stop='success'"):
-        DirPG("MlpPolicy", "CartPole-v1", refine_from=0.9)
-    model = DirPG("MlpPolicy", "CartPole-v1", stop="success", refine_from=0.9)
-    model.stop = "improvement"
-    with pytest.raises(ValueError, match="pass stop='success'"):
-        model.learn(100)
+        model.learn(100, callback=RefineOnSuccess(0.9, settings))
     assert model.num_timesteps == 0
+
+
+def test_refine_on_success_without_the_success_rule_is_refused() -> None:
+    for stop in ("improvement", {"success": {"refine": 50}}):
+        model = DirPG("MlpPolicy", "CartPole-v1", stop=stop)
+        with pytest.raises(ValueError, match="pass stop='success'"):
+            model.learn(100, callback=RefineOnSuccess(0.9))
+        assert model.num_timesteps == 0
 
 
 def test_further_epochs_step_along_the_clipped_surrogate() -> None:
     """``n_epochs``: a further epoch's gradient at ratio 1 is DirPG's update; a step whose ratio has left
-    ``[1 - clip_range, 1 + clip_range]`` in its sign's direction pushes no more; one inside still does."""
+    ``[1 - CLIP_RANGE, 1 + CLIP_RANGE]`` in its sign's direction pushes no more; one inside still does."""
     from stable_baselines3.common.logger import configure
 
     from sb3_dirpg.dirpg.update import SearchShare
@@ -680,7 +640,7 @@ def test_further_epochs_step_along_the_clipped_surrogate() -> None:
         with th.no_grad():
             log_prob = learner.policy.get_distribution(obs, action_masks=steps.masks).log_prob(th.as_tensor(steps.actions))
         searched = None if searched_shift is None else log_prob + searched_shift
-        learner._update(learner._update_batch(steps, rows), 4, searched)
+        learner._update(learner._update_batch(steps), 4, searched)
         return [p.detach() - b for p, b in zip(learner.policy.parameters(), before)]
 
     dirpg, at_one = moved(None), moved(th.zeros(len(rows)))
@@ -696,47 +656,6 @@ def test_further_epochs_step_along_the_clipped_surrogate() -> None:
     learner.searched_batch = share
     learner.train()
     assert learner._n_updates == 2 and 0.0 <= learner.logger.name_to_value["train/clip_fraction"] <= 1.0
-
-
-def test_ent_coef_adds_the_entropy_of_the_update_states_to_the_loss() -> None:
-    """``ent_coef``: the loss is DirPG's minus ``ent_coef`` times the policy's entropy summed over the update's states,
-    per episode; its gradient raises that entropy where DirPG's alone does not, and 0 leaves the paper's update."""
-    from stable_baselines3.common.logger import configure
-
-    from sb3_dirpg.dirpg.update import SearchShare
-
-    def model(ent_coef: float) -> DirPG:
-        learner = small_model(chain(4), seed=1, batch_episodes=4, search_budget=80, epsilon=20.0, ent_coef=ent_coef,
-                              policy_kwargs=dict(optimizer_class=th.optim.SGD))  # fmt: skip
-        learner.set_logger(configure(None, []))
-        return learner
-
-    share = SearchShare.of(model(0.0).search(list(range(20, 24))))
-    steps, rows = share.steps, np.arange(len(share.steps.actions))
-    assert len(rows) > 0, "the test needs update steps"
-
-    def loss_and_entropy(learner: DirPG) -> tuple[float, float]:
-        obs = learner.obs_to_policy_tensor(steps.obs)
-        with th.no_grad():
-            dist = learner.policy.get_distribution(obs, action_masks=steps.masks)
-            log_prob = dist.log_prob(th.as_tensor(steps.actions))
-            dirpg_loss = -(th.as_tensor(steps.signs, dtype=log_prob.dtype) * log_prob).sum() / (20.0 * 4)
-            return float(dirpg_loss), float(dist.entropy().sum() / 4)
-
-    for coef in (0.0, 0.5):
-        learner = model(coef)
-        dirpg_loss, entropy = loss_and_entropy(learner)
-        loss, _, _ = learner._update(learner._update_batch(steps, rows), 4)
-        assert loss == pytest.approx(dirpg_loss - coef * entropy, rel=1e-5)
-    entropies = {}
-    for coef in (0.0, 0.5):
-        learner = model(coef)
-        for _ in range(5):
-            learner._update(learner._update_batch(steps, rows), 4)
-        entropies[coef] = loss_and_entropy(learner)[1]
-    assert entropies[0.5] > entropies[0.0]
-    with pytest.raises(ValueError, match="ent_coef must be >= 0"):
-        model(-0.1)
 
 
 def test_n_epochs_makes_that_many_steps_per_batch() -> None:
@@ -757,78 +676,6 @@ def test_n_epochs_makes_that_many_steps_per_batch() -> None:
     model.learn(30_000, callback=counter)
     assert counter.updating > 0 and model._n_updates == 3 * counter.updating
     assert greedy_actions(model) == [1] * 6
-
-
-def test_greedy_contrast_steps_start_where_the_actions_part_and_cut_the_greedy_loop() -> None:
-    """The greedy contrast keeps ``a_dir``'s steps (+weight) and the greedy trajectory's (-weight) from their first
-    different action, the greedy one cut before its first repeated observation; an episode whose ``a_dir`` is no better
-    than the greedy trajectory, or has no path, adds nothing."""
-    from sb3_dirpg.dirpg.solve import Trajectory
-    from sb3_dirpg.dirpg.update import Path, greedy_contrast_steps
-
-    def obs(k: int) -> dict[str, np.ndarray]:
-        return {"image": np.full(2, k, dtype=np.uint8), "direction": np.array([k % 4])}
-
-    legal = np.ones((6, 3), dtype=bool)
-    a_dir = Path(obs=[obs(k) for k in (0, 1, 2, 3)], masks=legal[:4], actions=np.array([0, 1, 1, 2]))
-    # the greedy trajectory: same first two actions and states, then 20, 21, and 20 again (a loop), then 21
-    looping = Trajectory([0, 1, 0, 2, 0, 2], 0.0, np.zeros(6), [obs(k) for k in (0, 1, 20, 21, 20, 21)], legal, False)
-    no_better = Trajectory([2, 2], 1.0, np.array([0.0, 1.0]), [obs(0), obs(30)], legal[:2], True)
-    steps = greedy_contrast_steps([a_dir, a_dir, None], [looping, no_better, looping], np.array([0.9, 0.9, 0.9]),
-                                  weight=0.5, gamma=1.0)  # fmt: skip
-    np.testing.assert_array_equal(steps.actions, [1, 2, 0, 2])
-    np.testing.assert_array_equal(steps.signs, [0.5, 0.5, -0.5, -0.5])
-    np.testing.assert_array_equal(steps.episodes, [0, 0, 0, 0])
-    assert [int(o["image"][0]) for o in steps.obs] == [2, 3, 20, 21]
-    assert steps.masks.shape == (4, 3)
-    # discounted, the no-better trajectory's return 0.5 is below a_dir's 0.9: it is contrasted from its first action
-    discounted = greedy_contrast_steps([None, a_dir], [looping, no_better], np.array([0.9, 0.9]), weight=1.0, gamma=0.5)
-    np.testing.assert_array_equal(discounted.actions, [0, 1, 1, 2, 2, 2])
-    np.testing.assert_array_equal(discounted.episodes, [1] * 6)
-    empty = greedy_contrast_steps([None], [looping], np.array([1.0]), weight=1.0, gamma=1.0)
-    assert len(empty.actions) == 0 and empty.masks.shape == (0, 0)
-
-
-def test_greedy_coef_counts_the_greedy_interactions_and_moves_the_greedy_action() -> None:
-    """``greedy_coef``: each batch also plays the greedy trajectory of its maps, counted in ``num_timesteps``, and the
-    update lowers the probability of the greedy action where it parts from a better ``a_dir``."""
-    from stable_baselines3.common.logger import configure
-
-    from sb3_dirpg.dirpg.update import SearchShare, UpdateSteps
-
-    model = small_model(chain(6), seed=3, batch_episodes=8, search_budget=200, epsilon=20.0, greedy_coef=1.0,
-                        policy_kwargs=dict(net_arch=[16], optimizer_class=th.optim.SGD))  # fmt: skip
-    model.set_logger(configure(None, []))
-    batch = SearchShare.of(model.search(list(range(8))), with_paths=True)
-    assert sum(ep.return_dir > 0 for ep in batch.episodes) > 0, "the test needs maps where a_dir reaches the reward"
-    n_actions = batch.steps.masks.shape[1]
-    none = np.zeros(0, dtype=np.int64)
-    batch.steps = UpdateSteps([], np.zeros((0, n_actions), dtype=bool), none, np.zeros(0), none)  # the contrast alone
-    before = model.num_timesteps
-    model._add_greedy_contrast(batch)
-    assert model.num_timesteps - before == 8 * 6  # the chain's greedy trajectories are 6 steps long
-    steps = batch.steps
-    assert (steps.signs == 1.0).any() and (steps.signs == -1.0).any()
-    worse = np.flatnonzero(steps.signs < 0)[0]  # the greedy action at the first state where the two part
-    obs = model.obs_to_policy_tensor([steps.obs[worse]])
-
-    def probability() -> float:
-        with th.no_grad():
-            return float(model.policy.get_distribution(obs).distribution.probs[0, steps.actions[worse]])
-
-    start = probability()
-    model.searched_batch = batch
-    model.train()
-    assert probability() < start
-    assert model.logger.name_to_value["rollout/greedy_success_rate"] < 1.0
-    with pytest.raises(ValueError, match="greedy_coef must be >= 0"):
-        small_model(chain(4), greedy_coef=-1.0)
-    with pytest.raises(ValueError, match="greedy_coef=0.5 needs every episode's a_dir.*n_workers=0"):
-        small_model(chain(4), greedy_coef=0.5, n_workers=1)
-    # through learn: the searched batches keep their a_dir paths and the contrast adds steps
-    learner = small_model(chain(6), seed=3, batch_episodes=8, search_budget=200, epsilon=20.0, greedy_coef=0.5)
-    learner.learn(600)
-    assert learner.searched_batch.dir_paths is not None and (learner.searched_batch.steps.signs == -0.5).any()
 
 
 @pytest.mark.parametrize("masked", [True, False])

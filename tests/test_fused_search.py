@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import torch as th
 
+from benchmarks.common import PythonLoop
 from sb3_dirpg import DirPG
 from sb3_dirpg.envs import make_minigrid_env
 from sb3_dirpg.envs.minigrid import CompiledMiniGridSimulator, MiniGridCNN, MultiRoomBound
@@ -113,9 +114,13 @@ def test_the_observation_table_gives_one_id_per_distinct_row() -> None:
     np.testing.assert_array_equal(table.rows[: len(want)], np.array([np.frombuffer(k, np.uint8) for k in want]))
 
 
-def _shipped_n6(**changes: Any) -> DirPG:
+class PythonLoopDirPG(PythonLoop, DirPG):
+    """DirPG searching in the Python loop."""
+
+
+def _shipped_n6(cls: type[DirPG] = DirPG, **changes: Any) -> DirPG:
     env = make_minigrid_env("MiniGrid-MultiRoom-N6-v0", max_steps=100)
-    return DirPG(
+    return cls(
         "MultiInputPolicy", env, seed=0, learning_rate=1e-3, search_budget=2900, priority="astar", alpha=0.2,
         heuristic=MultiRoomBound.for_env(env), stop="success", batch_episodes=1, gamma=0.999,
         policy_kwargs=POLICY_KWARGS, device="cpu", **changes,
@@ -126,7 +131,7 @@ def _shipped_n6(**changes: Any) -> DirPG:
 def test_dirpg_learns_the_same_parameters_with_the_compiled_loop(lookahead: int) -> None:
     """The shipped N6 setting (one map per update, with and without searching ahead) learns bit-identical parameters
     with the compiled loop and with the Python loop, and they did change."""
-    models = {loop: _shipped_n6(compiled_loop=loop, lookahead=lookahead) for loop in (False, True)}
+    models = {loop: _shipped_n6(lookahead=lookahead, cls=DirPG if loop else PythonLoopDirPG) for loop in (False, True)}
     start = [p.detach().clone() for p in models[True].policy.parameters()]
     for model in models.values():
         model.learn(15_000)

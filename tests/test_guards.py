@@ -13,6 +13,7 @@ from stable_baselines3 import PPO
 
 from sb3_dirpg import DirPG
 from sb3_dirpg.common.vec_simulator import VecSimulator
+from sb3_dirpg.dirpg import HeuristicViolationWarning
 from sb3_dirpg.simulator import SimulatorWrapper
 from tests.helpers import MaskedChainEnv, PoisonedChainEnv, chain, small_dirpg
 
@@ -114,10 +115,14 @@ def test_inadmissible_heuristic_warns_once_and_stops_pruning() -> None:
         model.learn(500, reset_num_timesteps=False)
 
 
-def test_strict_heuristic_raises_on_a_violated_bound() -> None:
-    model = small_model(chain(3), heuristic=ZeroBound(), search_budget=32, strict_heuristic=True)
-    with pytest.raises(ValueError, match=r"ZeroBound\(\) is not admissible.*strict_heuristic=True"):
-        model.learn(1_500)
+def test_a_violated_bound_is_an_error_under_the_warning_filter() -> None:
+    """``HeuristicViolationWarning`` is its own category: the warning filter makes it an error (what
+    ``strict_heuristic`` did), leaving other warnings alone."""
+    model = small_model(chain(3), heuristic=ZeroBound(), search_budget=32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", HeuristicViolationWarning)
+        with pytest.raises(HeuristicViolationWarning, match=r"ZeroBound\(\) is not admissible"):
+            model.learn(1_500)
 
 
 def test_search_reports_the_depth_and_gap_of_a_violation() -> None:
@@ -139,8 +144,8 @@ def test_admissible_heuristic_gives_no_warning() -> None:
 
 
 def test_negative_epsilon_checks_the_lower_bound() -> None:
-    model = small_model(chain(3), heuristic=Constant((0.5, 1.0)), epsilon=-1.0, search_budget=32, strict_heuristic=True)
-    with pytest.raises(ValueError, match="falls below its lower bound"):
+    model = small_model(chain(3), heuristic=Constant((0.5, 1.0)), epsilon=-1.0, search_budget=32)
+    with pytest.warns(HeuristicViolationWarning, match="falls below its lower bound"):
         model.learn(1_500)
 
 

@@ -27,7 +27,7 @@ SETTINGS: dict[str, Any] = dict(
 )
 SEEDS = list(range(12))
 #: the DirPG flags that must be bools
-FLAGS = ("prune", "depth_first", "update_per_episode", "strict_heuristic", "compiled_loop")
+FLAGS = ("prune", "depth_first")
 
 
 def target_env() -> gym.Env:

@@ -2,5 +2,7 @@
 
 from sb3_dirpg.dirpg.dirpg import DirPG
 from sb3_dirpg.dirpg.policies import CnnPolicy, MlpPolicy, MultiInputPolicy
+from sb3_dirpg.dirpg.refining import RefineOnSuccess
+from sb3_dirpg.dirpg.settings import HeuristicViolationWarning
 
-__all__ = ["CnnPolicy", "DirPG", "MlpPolicy", "MultiInputPolicy"]
+__all__ = ["CnnPolicy", "DirPG", "HeuristicViolationWarning", "MlpPolicy", "MultiInputPolicy", "RefineOnSuccess"]

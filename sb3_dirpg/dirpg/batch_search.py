@@ -78,9 +78,7 @@ class BatchSearch:
         """
         if self.n_workers > 0:
             return self._search_with_workers(drawn, callback)
-        share, stopped = SearchShare.from_search(
-            lambda: self.search(drawn.seeds, callback=callback, rng=drawn.rngs), with_paths=self.greedy_coef > 0
-        )
+        share, stopped = SearchShare.from_search(lambda: self.search(drawn.seeds, callback=callback, rng=drawn.rngs))
         uncounted = 0 if callback is not None else sum(ep.interactions for ep in share.episodes)
         return (None if stopped else share), uncounted
 

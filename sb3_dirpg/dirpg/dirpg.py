@@ -16,16 +16,16 @@ from sb3_dirpg.common.simulator_algorithm import SimulatorAlgorithm
 from sb3_dirpg.dirpg.batch_search import BatchSearch
 from sb3_dirpg.dirpg.lookahead import Lookahead
 from sb3_dirpg.dirpg.settings import (
+    DROPPED_SETTINGS,
     SETTING_CHECKS,
+    HeuristicViolationWarning,
     check_astar_heuristic,
-    check_greedy_coef,
     check_refining,
     check_seeds,
-    refine_settings_check,
-    refined_stop,
+    dropped_settings_message,
 )
 from sb3_dirpg.dirpg.solve import Solution, best_solutions, greedy_trajectories
-from sb3_dirpg.dirpg.update import SearchShare, UpdateSteps, concat_steps, greedy_contrast_steps
+from sb3_dirpg.dirpg.update import CLIP_RANGE, SearchShare, UpdateSteps
 from sb3_dirpg.dirpg.workers import SearchPool, check_worker_payload, make_search_pool
 from sb3_dirpg.search import EpisodeSearch, SearchConfig, SearchResult, TopDownSearch
 from sb3_dirpg.search.config import breadth_first_astar
@@ -65,9 +65,9 @@ class DirPG(BatchSearch, SimulatorAlgorithm):
         the env's current state (discounted from that state); used for the ``"astar"`` priority and for pruning. An
         infinite bound (unknown) prunes nothing and adds nothing to the priority (docs/heuristics.md)
     :param prune: drop regions whose bound on ``D`` cannot beat the best ``D`` so far (needs an admissible heuristic).
-        Every complete trajectory is checked against the bounds on its path: when one is violated, a warning names
-        the depth and the gap (once per model) and pruning is switched off for the rest of training
-    :param strict_heuristic: raise a ValueError instead of warning when the heuristic's bound is caught violated
+        Every complete trajectory is checked against the bounds on its path: when one is violated, a
+        :class:`HeuristicViolationWarning` names the depth and the gap (once per model) and pruning is switched off for
+        the rest of training (``warnings.simplefilter("error", HeuristicViolationWarning)`` makes it an error)
     :param stop: when an episode's search ends before its budget (:mod:`sb3_dirpg.search.stopping`): ``"improvement"``
         (at the first trajectory with ``D > D(a_opt)``, appendix C), ``"budget"`` (never: ``a_dir`` is the exact argmax
         when the budget suffices), ``"success"`` (at the first trajectory that ends in success, ``info["is_success"]``,
@@ -77,31 +77,11 @@ class DirPG(BatchSearch, SimulatorAlgorithm):
         beyond the paper, docs/algorithm.md), or its YAML spelling ``{"success": {"refine": 100}}``
     :param depth_first: follow every popped region's sampled child chain to the end of a trajectory before popping
         another (the authors' depth-first option); every pop then completes a trajectory
-    :param refine_from: with ``stop="success"``, switch to refining a successful ``a_opt`` (within the search budget)
-        by itself once ``a_opt`` has succeeded on at least this fraction of the last ``stats_window_size`` searched maps
-        (a full window; ``rollout/success_rate``), and keep refining: the search learns fast while its samples fail and
-        then refines them (beyond the paper; docs/algorithm.md). A model saved after the switch goes on refining when
-        loaded, with ``refine_settings`` over ``load``'s keyword arguments. None: ``stop`` stays as set
-    :param refine_settings: other settings to assign at that moment, e.g. ``{"learning_rate": 3e-4, "stop": {"success":
-        {"refine": 100}}}`` (each checked as the constructor checks it, before training), or None
     :param batch_episodes: episodes searched in lockstep per update (None: ``max(8, n_envs)``)
-    :param update_per_episode: apply one optimizer step per searched episode of a batch, in order, instead of one step
-        on the batch's mean. With ``batch_episodes=k`` the policy is updated after every map as with
-        ``batch_episodes=1``, while the maps are searched ``k`` at a time in lockstep (faster); the search of a batch's
-        later maps then uses a policy up to ``k - 1`` updates old
     :param n_epochs: optimizer steps on each batch's update steps (beyond the paper; docs/algorithm.md). The first is
         DirPG's update; each further one steps along PPO's clipped surrogate with the advantage +1 on ``a_dir``'s steps
         and -1 on ``a_opt``'s, so that a step stops pushing once its probability ratio to the searched policy leaves
-        ``[1 - clip_range, 1 + clip_range]``. 1 (the default) is the paper's estimator
-    :param clip_range: with ``n_epochs > 1``, how far the further epochs may move each step's probability, in (0, 1)
-    :param ent_coef: weight of an entropy bonus on the states of the update's steps (beyond the paper;
-        docs/algorithm.md): each step adds ``-ent_coef * H(π(·|s))`` to the loss, with the same per-episode mean as
-        the log-probabilities. 0 (the default) is the paper's update
-    :param greedy_coef: weight of the greedy contrast (beyond the paper; docs/algorithm.md): after each batch's search,
-        play the policy's greedy trajectory on each of its maps (counted as interactions) and, where ``a_dir``'s return
-        is larger, add ``greedy_coef·(1/ε)[∇log P(a_dir) − ∇log P(a_greedy)]`` to the update: DirPG's update for the
-        argmax policy, from where the two part, the greedy trajectory cut where it starts to loop. It trains the greedy
-        policy, which DirPG's update leaves alone once ``a_opt`` is as good as ``a_dir``. 0 (the default) is the paper's
+        ``[1 - CLIP_RANGE, 1 + CLIP_RANGE]`` (PPO's 0.2). 1 (the default) is the paper's estimator
     :param lookahead: search up to this many batches at once, in lockstep, and commit them one at a time; the
         algorithm does not change (only the policy is evaluated on batches of other sizes, which may round differently
         in the last bit). A batch whose update is zero leaves the policy as it was, so the next batch's search with it
@@ -129,10 +109,6 @@ class DirPG(BatchSearch, SimulatorAlgorithm):
     :param simulator_backend: what steps the search's states: ``"env"`` the sub-envs, ``"compiled"`` a compiled copy
         of their dynamics on array-held states (MiniGrid), ``"auto"`` the compiled one where it fits. The results do not
         depend on it
-    :param compiled_loop: where the simulator steps in compiled code (``simulator_backend`` ``"compiled"``), let it run
-        the search's lockstep iterations in one compiled loop, returning to Python only to forward new observations
-        and settle complete trajectories (:mod:`sb3_dirpg.search.fused`). The results do not depend on it; False makes
-        one Python round trip per iteration (for comparisons)
     :param ema_decay: act in :meth:`predict` with an exponential moving average of the policy's weights, moved after
         every optimizer step with this decay (e.g. 0.999), instead of the trained weights; the search, the updates and
         :meth:`solve` use the trained policy. It steadies the greedy policy, whose argmax may flip at a few decisive
@@ -145,7 +121,6 @@ class DirPG(BatchSearch, SimulatorAlgorithm):
     """
 
     SETTING_CHECKS: ClassVar[dict[str, Any]] = {**SimulatorAlgorithm.SETTING_CHECKS, **SETTING_CHECKS}
-    SETTING_CHECKS["refine_settings"] = refine_settings_check(SETTING_CHECKS)
 
     def __init__(
         self,
@@ -160,14 +135,8 @@ class DirPG(BatchSearch, SimulatorAlgorithm):
         prune: bool = True,
         stop: StopRule | str | dict[str, Any] = "improvement",
         depth_first: bool = False,
-        refine_from: float | None = None,
-        refine_settings: dict[str, Any] | None = None,
         batch_episodes: int | None = None,
-        update_per_episode: bool = False,
         n_epochs: int = 1,
-        clip_range: float = 0.2,
-        ent_coef: float = 0.0,
-        greedy_coef: float = 0.0,
         lookahead: int = 1,
         max_episode_steps: int | None = None,
         gamma: float = 1.0,
@@ -180,26 +149,19 @@ class DirPG(BatchSearch, SimulatorAlgorithm):
         device: th.device | str = "auto",
         _init_setup_model: bool = True,
         n_workers: int = 0,
-        strict_heuristic: bool = False,
         parallel_backend: str = "process",
         simulator_backend: str = "auto",
-        compiled_loop: bool = True,
         ema_decay: float | None = None,
     ) -> None:
         # every setting is checked on its own by check_setting (as when it is assigned later), then together
-        flags = dict(
-            prune=prune, depth_first=depth_first, update_per_episode=update_per_episode, strict_heuristic=strict_heuristic,
-            compiled_loop=compiled_loop,
-        )  # fmt: skip
+        flags = dict(prune=prune, depth_first=depth_first)
         numbers_ = dict(epsilon=epsilon, search_budget=search_budget, priority=priority, alpha=alpha, lookahead=lookahead,
-                        refine_from=refine_from, refine_settings=refine_settings, n_epochs=n_epochs, clip_range=clip_range,
-                        ent_coef=ent_coef, greedy_coef=greedy_coef)  # fmt: skip
+                        n_epochs=n_epochs)  # fmt: skip
         for name, value in {**numbers_, **flags, "n_workers": n_workers, "parallel_backend": parallel_backend}.items():
             self.check_setting(name, value)
         stop = self.check_setting("stop", stop)
         check_astar_heuristic(priority, alpha, heuristic)
-        check_refining(stop, refine_from, refine_settings, search_budget)
-        check_greedy_coef(greedy_coef, n_workers)
+        check_refining(stop, search_budget)
         if priority == "astar" and heuristic is not None and alpha == 0:
             warnings.warn(
                 "DirPG: priority='astar' with alpha=0 ignores the heuristic in the priority, which is then G + ε·L "
@@ -219,13 +181,7 @@ class DirPG(BatchSearch, SimulatorAlgorithm):
         self.alpha = alpha
         self.lookahead = lookahead
         self.stop = stop
-        self.refine_from = refine_from
-        self.refine_settings = refine_settings
-        self.refine_started_at: int | None = None  # the interactions at which refine_from turned refining on
         self.n_epochs = n_epochs
-        self.clip_range = clip_range
-        self.ent_coef = ent_coef
-        self.greedy_coef = greedy_coef
         for name, value in flags.items():
             setattr(self, name, value)
         # set when a complete trajectory violated the heuristic's bound: pruning is then off for the rest of training
@@ -271,8 +227,7 @@ class DirPG(BatchSearch, SimulatorAlgorithm):
         setting alone, in any order; this runs before every search and after ``load``)."""
         check_astar_heuristic(self.priority, self.alpha, self.heuristic)
         self._warn_breadth_first()
-        check_refining(self.stop, self.refine_from, self.refine_settings, self.search_budget)
-        check_greedy_coef(self.greedy_coef, self.n_workers)
+        check_refining(self.stop, self.search_budget)
 
     def _warn_breadth_first(self) -> None:
         """Warn, once per combination of settings, where the A* priority with ε < 0 would search breadth first."""
@@ -296,8 +251,7 @@ class DirPG(BatchSearch, SimulatorAlgorithm):
         prune = self.prune and self.heuristic is not None and self.heuristic_violation is None
         settings = dict(
             epsilon=self.epsilon, budget=self.search_budget, priority=self.priority, alpha=self.alpha, prune=prune,
-            gamma=self.gamma, horizon=self.horizon, depth_first=self.depth_first, compiled_loop=self.compiled_loop,
-            stop=self.stop,
+            gamma=self.gamma, horizon=self.horizon, depth_first=self.depth_first, stop=self.stop,
         )  # fmt: skip
         return SearchConfig(**{**settings, **overrides})
 
@@ -372,65 +326,29 @@ class DirPG(BatchSearch, SimulatorAlgorithm):
             return False
         self._check_heuristic(batch.episodes)
         self._log_search(batch.episodes)
-        if self.greedy_coef > 0:
-            self._add_greedy_contrast(batch)
-        self._start_refining()
         self._end_collection(callback, search=batch.episodes)
         return True
-
-    def _add_greedy_contrast(self, batch: SearchShare) -> None:
-        """Play the greedy trajectory of each map of ``batch`` (counting its interactions) and add the greedy contrast's
-        steps (see ``greedy_coef``) to the batch's update steps.
-
-        :param batch: the searched batch, with its ``a_dir`` paths
-        """
-        seeds = [ep.seed for ep in batch.episodes]
-        self.simulator.ensure_simulators(len(seeds))
-        greedy = greedy_trajectories(self.simulator, self.policy_logits, seeds, self.horizon, record=True)
-        self.num_timesteps += sum(len(trajectory.actions) for trajectory in greedy)
-        returns_dir = np.array([ep.return_dir for ep in batch.episodes], dtype=np.float64)
-        contrast = greedy_contrast_steps(batch.paths(), greedy, returns_dir, self.greedy_coef, self.gamma)
-        if len(contrast.actions):
-            batch.steps = concat_steps([batch.steps, contrast], [0, 0])
-        self.logger.record("rollout/greedy_success_rate", float(np.mean([trajectory.success for trajectory in greedy])))
-        self.logger.record_mean("train/greedy_contrast_steps", float(len(contrast.actions)))
 
     @property
     def refining(self) -> bool:
         """:return: whether the stopping rule searches on after a successful ``a_opt``"""
         return isinstance(self.stop, SuccessStop) and self.stop.refine > 0
 
-    def _start_refining(self) -> None:
-        """Switch to refining a successful ``a_opt`` once it succeeds on ``refine_from`` of a full window of recent maps."""
-        if self.refine_from is None:
-            return
-        window = self.ep_success_buffer
-        if self.refine_started_at is None and len(window) == window.maxlen and float(np.mean(window)) >= self.refine_from:
-            self._apply_refine_settings()
-            self.refine_started_at = self.num_timesteps
-            if self.verbose >= 1:
-                print(f"DirPG: a_opt succeeded on {np.mean(window):.0%} of the last {len(window)} maps; refining from "
-                      f"{self.num_timesteps} interactions, with stop={self.stop.spelling!r}")  # fmt: skip
-        self.logger.record("search/refining", float(self.refining))
-
-    def _apply_refine_settings(self) -> None:
-        """Assign the refining stopping rule and ``refine_settings``."""
-        for name, value in refined_stop(self.stop, self.search_budget, self.refine_settings).items():
-            setattr(self, name, value)
-
     @classmethod
     def settings_of_earlier_releases(cls, settings: dict[str, Any], owner: str) -> dict[str, Any]:
         """:param settings: settings by name, as ``load`` or a hyperparameter file gives them
         :param owner: who reads them, for the message
         :return: the settings, with the stopping flags of earlier releases replaced by the ``stop`` rule they spelled
-            (with a warning)"""
+            (with a warning)
+        :raises ValueError: for a setting this release dropped or moved out of the model, naming what to do instead"""
+        dropped = {name: value for name, value in settings.items() if name in DROPPED_SETTINGS}
+        if dropped:
+            raise ValueError(dropped_settings_message(dropped, owner).replace(", which were ignored", ""))
         return replace_legacy_flags(settings, owner)
 
     def _after_load(self, overrides: dict[str, Any]) -> None:
-        """A model saved by a release before the stopping rule gets the rule its flags spelled (with a warning). A model
-        saved after ``refine_from`` turned refining on goes on refining: ``refine_settings`` are assigned again over
-        ``load``'s keyword arguments. rl-zoo3's ``-i`` (continue training) passes the entry's settings, which are those
-        from before the switch; without this a resumed run would refine with them.
+        """A model saved by an earlier release gets the stopping rule its flags spelled, and loses the settings this
+        release moved out of the model or dropped (with a warning naming what to do instead).
 
         :param overrides: the keyword arguments given to ``load``
         """
@@ -438,23 +356,10 @@ class DirPG(BatchSearch, SimulatorAlgorithm):
         if legacy and "stop" not in overrides:
             saved = {**legacy, "search_budget": self.search_budget}
             self.stop = replace_legacy_flags(saved, "DirPG.load (a model saved by an earlier release)")["stop"]
-            settings = dict(self.refine_settings or {})
-            budget = settings.pop("refine_budget", legacy.get("refine_budget"))
-            if self.refine_from is not None and budget is not None:  # it refined within that budget
-                rule = SuccessStop(refine=budget, improvement=bool(legacy.get("early_stop")))
-                self.refine_settings = {"stop": rule, **settings}
-        if self.refine_from is None or self.refine_started_at is None:
-            return
-        settings = refined_stop(self.stop, self.search_budget, self.refine_settings)
-        undone = {name: overrides[name] for name, value in settings.items() if name in overrides and overrides[name] != value}
-        if undone:
-            warnings.warn(
-                f"DirPG.load: this model started refining at {self.refine_started_at} interactions (refine_from="
-                f"{self.refine_from}), so it goes on with refine_settings={self.refine_settings} in place of {undone}; "
-                "pass refine_settings=... to refine with other settings",
-                stacklevel=3,
-            )  # fmt: skip
-        self._apply_refine_settings()
+        dropped = {name: self.__dict__.pop(name) for name in DROPPED_SETTINGS if name in self.__dict__}
+        if dropped:
+            owner = "DirPG.load (a model saved by an earlier release; they are ignored)"
+            warnings.warn(dropped_settings_message(dropped, owner), FutureWarning, stacklevel=3)
 
     def train(self) -> None:
         """One DirPG update from the batch of searched episodes in :attr:`searched_batch`: the per-episode outcomes and
@@ -472,31 +377,24 @@ class DirPG(BatchSearch, SimulatorAlgorithm):
             self.logger.record_mean("train/grad_norm", 0.0)
             self.logger.record("train/n_updates", self._n_updates, exclude="tensorboard")
             return
-        if self.update_per_episode:
-            groups = [np.flatnonzero(steps.episodes == index) for index in np.unique(steps.episodes)]
-        else:
-            groups = [np.arange(len(steps.actions))]
-        for rows in groups:
-            searched_log_prob = None
-            batch = self._update_batch(steps, rows)  # the same tensors for every epoch
-            for _ in range(self.n_epochs):
-                loss, grad_norm, log_prob = self._update(batch, 1 if self.update_per_episode else n_episodes,
-                                                         searched_log_prob)  # fmt: skip
-                searched_log_prob = log_prob if searched_log_prob is None else searched_log_prob
-                self.logger.record_mean("train/loss", loss)
-                self.logger.record_mean("train/grad_norm", grad_norm)
+        searched_log_prob = None
+        batch = self._update_batch(steps)  # the same tensors for every epoch
+        for _ in range(self.n_epochs):
+            loss, grad_norm, log_prob = self._update(batch, n_episodes, searched_log_prob)
+            searched_log_prob = log_prob if searched_log_prob is None else searched_log_prob
+            self.logger.record_mean("train/loss", loss)
+            self.logger.record_mean("train/grad_norm", grad_norm)
         self.logger.record("train/n_updates", self._n_updates, exclude="tensorboard")
 
-    def _update_batch(self, steps: UpdateSteps, rows: np.ndarray) -> tuple[Any, th.Tensor, th.Tensor, th.Tensor]:
+    def _update_batch(self, steps: UpdateSteps) -> tuple[Any, th.Tensor, th.Tensor, th.Tensor]:
         """:param steps: the batch's update steps
-        :param rows: the steps to use
         :return: their observations as the policy reads them, actions, legal actions and signs, as tensors"""
-        obs = self.obs_to_policy_tensor([steps.obs[i] for i in rows] if len(rows) < len(steps.obs) else steps.obs)
-        masks = np.asarray(steps.masks[rows], dtype=bool)
+        obs = self.obs_to_policy_tensor(steps.obs)
+        masks = np.asarray(steps.masks, dtype=bool)
         if not masks.any(axis=1).all():
             raise ValueError("all-false action mask: every state needs at least one legal action")
-        actions = th.as_tensor(steps.actions[rows], device=self.device)
-        return obs, actions, th.as_tensor(masks, device=self.device), th.as_tensor(steps.signs[rows], device=self.device)
+        actions = th.as_tensor(steps.actions, device=self.device)
+        return obs, actions, th.as_tensor(masks, device=self.device), th.as_tensor(steps.signs, device=self.device)
 
     def _update(
         self, batch: tuple[Any, th.Tensor, th.Tensor, th.Tensor], n_episodes: int, searched_log_prob: th.Tensor | None = None
@@ -510,7 +408,7 @@ class DirPG(BatchSearch, SimulatorAlgorithm):
         :return: the loss, the gradient norm before clipping, and the steps' log-probabilities before the step
         """
         obs, actions, masks, signs = batch
-        log_prob, entropy = self.policy.log_prob_and_entropy(obs, actions, masks, entropy=self.ent_coef > 0)
+        log_prob, _ = self.policy.log_prob_and_entropy(obs, actions, masks, entropy=False)
         signs = signs.to(log_prob.dtype)
         if searched_log_prob is None:
             # -(1/ε)·mean over episodes of [log P(a_dir) − log P(a_opt)]; shared prefixes cancel and are left out
@@ -518,18 +416,15 @@ class DirPG(BatchSearch, SimulatorAlgorithm):
         else:
             # PPO's clipped surrogate with advantage ±1: its gradient at ratio 1 is DirPG's update
             ratio = th.exp(log_prob - searched_log_prob)
-            bounded = th.clamp(ratio, 1.0 - self.clip_range, 1.0 + self.clip_range)
+            bounded = th.clamp(ratio, 1.0 - CLIP_RANGE, 1.0 + CLIP_RANGE)
             loss = -th.minimum(signs * ratio, signs * bounded).sum() / (self.epsilon * n_episodes)
             self.logger.record_mean("train/clip_fraction", float((ratio != bounded).float().mean()))
-        if entropy is not None:
-            loss = loss - self.ent_coef * entropy.sum() / n_episodes
-            self.logger.record_mean("train/entropy", float(entropy.detach().mean()))
         grad_norm = self._optimizer_step(loss)
         return float(loss.detach()), grad_norm, log_prob.detach()
 
     def _check_heuristic(self, episodes: list[EpisodeSearch]) -> None:
         """Runtime admissibility check: the search reports, per episode, the largest gap by which a bound on its
-        complete trajectories was violated. Warn once (or raise with ``strict_heuristic``) and stop pruning.
+        complete trajectories was violated. Warn once (a :class:`HeuristicViolationWarning`) and stop pruning.
 
         :param episodes: the searched episodes of a batch
         """
@@ -543,14 +438,13 @@ class DirPG(BatchSearch, SimulatorAlgorithm):
             f"{worst.bound_gap_depth} {'exceeds its upper' if self.epsilon > 0 else 'falls below its lower'} bound by "
             f"{worst.bound_gap:.6g}"
         )
-        if self.strict_heuristic:
-            raise ValueError(f"DirPG: {what} (strict_heuristic=True). Fix the heuristic's {bound} bound, or pass prune=False")
         if self.heuristic_violation is None:
             pruning = "pruning is switched off for the rest of training" if self.prune else "pruning was already off"
             warnings.warn(
                 f"DirPG: {what}; {pruning} (pruning with a bound that is too tight cuts the best trajectories). "
-                f"Fix the heuristic's {bound} bound, or pass strict_heuristic=True to raise instead",
-                UserWarning,
+                f"Fix the heuristic's {bound} bound (warnings.simplefilter('error', HeuristicViolationWarning) raises "
+                "instead)",
+                HeuristicViolationWarning,
                 stacklevel=2,
             )
             self.heuristic_violation = what

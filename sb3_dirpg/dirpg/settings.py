@@ -16,12 +16,41 @@ from sb3_dirpg.search.protocols import Heuristic
 from sb3_dirpg.search.stopping import StopRule, SuccessStop, stop_rule
 
 __all__ = [
-    "FLAGS", "SETTING_CHECKS", "check_astar_heuristic", "check_greedy_coef", "check_refining", "check_seeds",
-    "refine_settings_check", "refined_stop",
+    "DROPPED_SETTINGS", "FLAGS", "SETTING_CHECKS", "HeuristicViolationWarning", "check_astar_heuristic", "check_refining",
+    "check_seeds", "dropped_settings_message",
 ]  # fmt: skip
 
 #: DirPG's bool flags (a string such as "false" is refused: it is truthy)
-FLAGS = ("prune", "depth_first", "update_per_episode", "strict_heuristic", "compiled_loop")
+FLAGS = ("prune", "depth_first")
+
+
+class HeuristicViolationWarning(UserWarning):
+    """A complete trajectory broke the heuristic's bound: pruning is switched off for the rest of training.
+    ``warnings.simplefilter("error", HeuristicViolationWarning)`` makes it an error."""
+
+
+#: the settings of earlier releases that this one dropped or moved out of the model, and what to do instead
+DROPPED_SETTINGS = {
+    "refine_from": "the switch to refining is the callback sb3_dirpg.dirpg.RefineOnSuccess(success_rate, settings): pass "
+    "it to learn() (in a hyperparameter file, under callback:)",
+    "refine_settings": "they are RefineOnSuccess's settings",
+    "refine_started_at": "RefineOnSuccess keeps started_at",
+    "greedy_coef": "the greedy contrast is gone; the one MiniGrid setting keeps greedy success at sampled success without "
+    "it (stop={'success': {'refine': 100}})",
+    "ent_coef": "the entropy bonus is gone (no entry used it)",
+    "clip_range": "the further epochs (n_epochs) clip at PPO's 0.2",
+    "update_per_episode": "one optimizer step per map is batch_episodes=1",
+    "strict_heuristic": "warnings.simplefilter('error', HeuristicViolationWarning) turns the warning into an error",
+    "compiled_loop": "the search's own setting, SearchConfig(compiled_loop=...): model.search_config(compiled_loop=False)",
+}
+
+
+def dropped_settings_message(settings: dict[str, Any], owner: str) -> str:
+    """:param settings: dropped settings by name, with their values
+    :param owner: who read them, for the message
+    :return: the message naming each and what to do instead"""
+    named = "; ".join(f"{name}={value!r}: {DROPPED_SETTINGS[name]}" for name, value in settings.items())
+    return f"{owner}: this release dropped or moved these settings: {named}"
 
 
 def check_seeds(seeds: Any) -> list[int]:
@@ -51,89 +80,16 @@ def check_astar_heuristic(priority: str, alpha: float, heuristic: Heuristic | No
         )
 
 
-def check_greedy_coef(greedy_coef: float, n_workers: int) -> None:
-    """:param greedy_coef: the ``greedy_coef`` setting
-    :param n_workers: the ``n_workers`` setting
-    :raises ValueError: when the greedy contrast would miss the episodes that search workers search"""
-    if greedy_coef > 0 and n_workers > 0:
-        raise ValueError(
-            f"DirPG: greedy_coef={greedy_coef} needs every episode's a_dir, which the search workers do not send back: "
-            "pass n_workers=0, or greedy_coef=0"
-        )
-
-
-def check_refining(
-    stop: StopRule, refine_from: float | None, refine_settings: dict[str, Any] | None, search_budget: int
-) -> None:
-    """Refuse the refining settings that would be accepted and then change nothing.
-
-    :param stop: the ``stop`` setting
-    :param refine_from: the ``refine_from`` setting
-    :param refine_settings: the ``refine_settings`` setting
+def check_refining(stop: StopRule, search_budget: int) -> None:
+    """:param stop: the ``stop`` setting
     :param search_budget: the ``search_budget`` setting
-    :raises ValueError: for ``refine_from`` with a stopping rule other than ``"success"`` (refining changes only what a
-        success that ends the search does), ``refine_settings`` without ``refine_from`` (nothing switches them on), or
-        a refining budget above ``search_budget`` (a refinement never searches more than the search budget)"""
-    for spelled in (stop, (refine_settings or {}).get("stop")):
-        rule = None if spelled is None else stop_rule(spelled, "DirPG")
-        if isinstance(rule, SuccessStop) and rule.refine > search_budget:
-            raise ValueError(
-                f"DirPG: stop={rule.spelling!r} refines within {rule.refine} interactions, above search_budget="
-                f"{search_budget}, and a refining search never searches more than the search budget: pass a refine of at "
-                f"most {search_budget}"
-            )
-    if refine_from is not None and not isinstance(stop, SuccessStop):
+    :raises ValueError: for a refining budget above ``search_budget`` (a refinement never searches more than the search
+        budget)"""
+    if isinstance(stop, SuccessStop) and stop.refine > search_budget:
         raise ValueError(
-            f"DirPG: refine_from={refine_from} switches the stopping rule 'success' to refining a successful a_opt, and "
-            f"stop={stop.spelling!r}: pass stop='success', or refine_from=None"
+            f"DirPG: stop={stop.spelling!r} refines within {stop.refine} interactions, above search_budget={search_budget}, "
+            f"and a refining search never searches more than the search budget: pass a refine of at most {search_budget}"
         )
-    if refine_settings is not None and refine_from is None:
-        raise ValueError(
-            f"DirPG: refine_settings={refine_settings} take effect when refine_from switches refining on, and "
-            "refine_from is None: pass refine_from (a success rate), or refine_settings=None"
-        )
-
-
-def refined_stop(stop: StopRule, search_budget: int, refine_settings: dict[str, Any] | None) -> dict[str, Any]:
-    """:param stop: the stopping rule before the switch (``"success"``)
-    :param search_budget: the search budget
-    :param refine_settings: the ``refine_settings`` setting
-    :return: the settings that ``refine_from`` assigns: ``stop`` refining a successful ``a_opt`` (within the search
-        budget, unless ``refine_settings`` give the rule), then ``refine_settings``"""
-    improvement = stop.improvement if isinstance(stop, SuccessStop) else False
-    return {"stop": SuccessStop(refine=search_budget, improvement=improvement), **(refine_settings or {})}
-
-
-#: the settings that ``refine_settings`` may not change: the switch itself, and what the simulators or workers are built with
-NOT_REFINE_SETTINGS = ("refine_from", "refine_settings", "heuristic", "simulator_backend", "n_workers", "parallel_backend")
-
-
-def refine_settings_check(checks: dict[str, Any]) -> Any:
-    """:param checks: the algorithm's setting checks, by name
-    :return: the check of ``refine_settings``: a dict of settings, each checked as the constructor checks it"""
-
-    def check(algo: str, value: Any) -> dict[str, Any] | None:
-        if value is None:
-            return None
-        if not isinstance(value, dict):
-            raise ValueError(
-                f"{algo}: refine_settings must be a dict of settings to assign when refine_from turns refining on "
-                f"(e.g. {{'learning_rate': 3e-4, 'gamma': 0.99}}) or None, got {value!r} of type {type(value).__name__}"
-            )
-        allowed = sorted(set(checks) - set(NOT_REFINE_SETTINGS))
-        unknown = [key for key in value if key not in allowed]
-        if unknown:
-            raise ValueError(f"{algo}: refine_settings cannot set {unknown}; it may set {allowed}")
-        checked = {key: checks[key](algo, setting) for key, setting in value.items()}
-        stop = checked.get("stop")
-        if stop is not None and not (isinstance(stop, SuccessStop) and stop.refine > 0):
-            raise ValueError(
-                f"{algo}: refine_settings' stop={stop.spelling!r} does not refine a successful a_opt: give a success rule "
-                "with a refining budget, e.g. {'success': {'refine': 100}}, or leave stop out (the search budget)"
-            )
-        return checked
-
-    return check
 
 
 def _real(name: str, convert: type = float) -> Any:
@@ -169,18 +125,6 @@ def _check_search_budget(algo: str, value: Any) -> int:
     return int(value)
 
 
-def _check_refine_from(algo: str, value: Any) -> float | None:
-    if value is None:
-        return None
-    value = _real("refine_from")(algo, value)
-    if not 0.0 < value <= 1.0:
-        raise ValueError(
-            f"{algo}: refine_from must be a success rate in (0, 1] (the fraction of recent maps whose a_opt succeeded) "
-            f"or None, got {value!r}"
-        )
-    return value
-
-
 def _check_priority(algo: str, value: Any) -> str:
     if not isinstance(value, str) or value not in PRIORITIES:
         raise ValueError(f"{algo}: priority must be one of {PRIORITIES}, got {value!r}")
@@ -209,27 +153,6 @@ def _check_n_epochs(algo: str, value: Any) -> int:
     return int(value)
 
 
-def _check_clip_range(algo: str, value: Any) -> float:
-    value = _real("clip_range")(algo, value)
-    if not 0.0 < value < 1.0:
-        raise ValueError(f"{algo}: clip_range must lie in (0, 1) (PPO's default is 0.2), got {value!r}")
-    return value
-
-
-def _check_ent_coef(algo: str, value: Any) -> float:
-    value = _real("ent_coef")(algo, value)
-    if value < 0:
-        raise ValueError(f"{algo}: ent_coef must be >= 0 (0: the paper's update, no entropy bonus), got {value!r}")
-    return value
-
-
-def _check_greedy_coef(algo: str, value: Any) -> float:
-    value = _real("greedy_coef")(algo, value)
-    if value < 0:
-        raise ValueError(f"{algo}: greedy_coef must be >= 0 (0: the paper's update, no greedy contrast), got {value!r}")
-    return value
-
-
 def _check_n_workers(algo: str, value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, numbers.Real) or int(value) != value or value < 0:
         raise ValueError(f"{algo}: n_workers must be a non-negative integer number of processes, got {value!r}")
@@ -247,14 +170,10 @@ SETTING_CHECKS: dict[str, Any] = {
     "epsilon": _check_epsilon,
     "search_budget": _check_search_budget,
     "stop": lambda algo, value: stop_rule(value, algo),
-    "refine_from": _check_refine_from,
     "priority": _check_priority,
     "alpha": _check_alpha,
     "lookahead": _check_lookahead,
     "n_epochs": _check_n_epochs,
-    "clip_range": _check_clip_range,
-    "ent_coef": _check_ent_coef,
-    "greedy_coef": _check_greedy_coef,
     "n_workers": _check_n_workers,
     "parallel_backend": lambda algo, value: check_parallel_backend(value),
     **{name: _flag(name) for name in FLAGS},

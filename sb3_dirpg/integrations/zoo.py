@@ -25,6 +25,7 @@ import importlib
 import inspect
 import sys
 import tempfile
+import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import partial
@@ -61,6 +62,7 @@ from sb3_dirpg.common.callbacks import (
     InteractionSchedule,
 )
 from sb3_dirpg.dirpg import DirPG
+from sb3_dirpg.dirpg.settings import DROPPED_SETTINGS, dropped_settings_message
 from sb3_dirpg.envs.minigrid import MiniGridCNN
 from sb3_dirpg.envs.minigrid.setting import completed_entry, minigrid_setting
 from sb3_dirpg.integrations.zoo_samplers import CONVERTERS, SAMPLERS, apply_to_entry
@@ -250,6 +252,30 @@ def resolve_policy_kwargs(spec: Any) -> dict[str, Any]:
     return out
 
 
+def refining_as_callback(hyperparams: dict[str, Any]) -> dict[str, Any]:
+    """An entry of an earlier release that switches to refining with ``refine_from`` (and ``refine_settings``), with the
+    switch as the callback it now is, :class:`~sb3_dirpg.dirpg.RefineOnSuccess` (with a FutureWarning).
+
+    :param hyperparams: the entry
+    :return: a new dict, or the entry itself when it has neither key
+    """
+    if "refine_from" not in hyperparams and "refine_settings" not in hyperparams:
+        return hyperparams
+    out = dict(hyperparams)
+    rate, settings = out.pop("refine_from", None), dict(out.pop("refine_settings", None) or {})
+    if rate is None:
+        raise ValueError(f"the hyperparameters: refine_settings={settings} without refine_from switch nothing on: give "
+                         "the callback sb3_dirpg.dirpg.RefineOnSuccess its success_rate and settings")  # fmt: skip
+    if "refine_budget" in settings:  # the refining budget of the release before the stop rule
+        settings["stop"] = {"success": {"refine": settings.pop("refine_budget")}}
+    switch = {"sb3_dirpg.dirpg.RefineOnSuccess": {"success_rate": rate, **({"settings": settings} if settings else {})}}
+    given = out.get("callback")
+    out["callback"] = [*([] if given is None else given if isinstance(given, list) else [given]), switch]
+    warnings.warn(f"the hyperparameters: refine_from and refine_settings are the callback {switch} now; write it under "
+                  "callback:", FutureWarning, stacklevel=2)  # fmt: skip
+    return out
+
+
 def prepare_hyperparams(hyperparams: dict[str, Any]) -> dict[str, Any]:
     """The YAML-friendly values of an entry for one of our algorithms, as Python objects.
 
@@ -261,7 +287,10 @@ def prepare_hyperparams(hyperparams: dict[str, Any]) -> dict[str, Any]:
     :param hyperparams: the entry, as read from the YAML file and overridden from the command line
     :return: a new dict
     """
-    out = replace_legacy_flags(hyperparams, "the hyperparameters")
+    out = replace_legacy_flags(refining_as_callback(hyperparams), "the hyperparameters")
+    dropped = {name: value for name, value in out.items() if name in DROPPED_SETTINGS}
+    if dropped:
+        raise ValueError(dropped_settings_message(dropped, "the hyperparameters"))
     if "policy_kwargs" in out:
         out["policy_kwargs"] = resolve_policy_kwargs(out["policy_kwargs"])
     out = apply_to_entry(out, out)
@@ -286,6 +315,16 @@ def algorithm_kwargs(hyperparams: dict[str, Any]) -> dict[str, Any]:
     :return: a new dict
     """
     return {key: value for key, value in prepare_hyperparams(hyperparams).items() if key not in ZOO_ONLY_KEYS}
+
+
+def entry_callbacks(hyperparams: dict[str, Any]) -> list[BaseCallback]:
+    """The callbacks an entry names under ``callback`` (as rl-zoo3 builds them), for a caller that builds the model
+    from :func:`algorithm_kwargs` and passes them to ``learn``.
+
+    :param hyperparams: the entry, as read from the YAML file
+    :return: the callbacks, new objects
+    """
+    return rl_zoo3.utils.get_callback_list(prepare_hyperparams(hyperparams))
 
 
 # -- callbacks that count interactions -------------------------------------------------------------------------

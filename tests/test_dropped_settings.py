@@ -1,0 +1,66 @@
+"""The settings this release dropped or moved out of the model (issue 80): files, keywords and saved models of the
+previous release get what replaced them, or a refusal that names it."""
+
+from __future__ import annotations
+
+import json
+import re
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from sb3_dirpg import DirPG
+from sb3_dirpg.dirpg import RefineOnSuccess
+from sb3_dirpg.dirpg.settings import DROPPED_SETTINGS
+from sb3_dirpg.integrations.zoo import algorithm_kwargs, entry_callbacks
+from sb3_dirpg.search.stopping import SuccessStop
+from tests.helpers import chain
+
+
+def test_an_entry_that_refines_with_refine_from_gets_the_callback_in_its_place() -> None:
+    entry = {"policy": "MlpPolicy", "search_budget": 300, "stop": "success", "refine_from": 0.7,
+             "refine_settings": {"learning_rate": 3e-4, "refine_budget": 100}}  # fmt: skip
+    with pytest.warns(FutureWarning, match="RefineOnSuccess"):
+        kwargs = algorithm_kwargs(entry)
+    assert "refine_from" not in kwargs and "refine_settings" not in kwargs
+    with pytest.warns(FutureWarning):
+        (switch,) = entry_callbacks(entry)
+    assert isinstance(switch, RefineOnSuccess) and switch.success_rate == 0.7
+    assert switch.settings == {"learning_rate": 3e-4, "stop": {"success": {"refine": 100}}}
+    model = DirPG("MlpPolicy", chain(3), **kwargs)
+    switch.init_callback(model)  # the checks learn runs: the settings are the model's
+    assert switch.settings == {"learning_rate": 3e-4, "stop": SuccessStop(refine=100)}
+    with pytest.raises(ValueError, match="without refine_from"):
+        algorithm_kwargs({"policy": "MlpPolicy", "refine_settings": {"gamma": 0.9}})
+
+
+@pytest.mark.parametrize("name", sorted(set(DROPPED_SETTINGS) - {"refine_from", "refine_settings", "refine_started_at"}))
+def test_a_dropped_setting_in_a_file_or_a_load_keyword_is_refused_with_what_replaced_it(name: str, tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match=rf"{name}=1: {re.escape(DROPPED_SETTINGS[name][:30])}"):
+        algorithm_kwargs({"policy": "MlpPolicy", name: 1})
+    DirPG("MlpPolicy", chain(3), search_budget=20, seed=0).save(tmp_path / "model")
+    with pytest.raises(ValueError, match=rf"DirPG.load: .*{name}=1"):
+        DirPG.load(tmp_path / "model", env=chain(3), **{name: 1})
+
+
+def test_a_model_saved_with_dropped_settings_loads_without_them_and_says_so(tmp_path: Path) -> None:
+    """A zip of the previous release holds ``refine_from``, ``greedy_coef``, ``strict_heuristic`` ... in its data: it loads
+    with a FutureWarning naming each, and the model has none of them."""
+    path = tmp_path / "model.zip"
+    DirPG("MlpPolicy", chain(3), search_budget=20, seed=0).save(path)
+    old = tmp_path / "old.zip"
+    saved = dict(refine_from=0.9, refine_settings=None, refine_started_at=None, greedy_coef=0.0, ent_coef=0.0,
+                 clip_range=0.2, update_per_episode=False, strict_heuristic=False, compiled_loop=True)  # fmt: skip
+    with zipfile.ZipFile(path) as source, zipfile.ZipFile(old, "w") as target:
+        for item in source.infolist():
+            content = source.read(item.filename)
+            if item.filename == "data":
+                content = json.dumps({**json.loads(content), **saved}).encode()
+            target.writestr(item, content)
+    with pytest.warns(FutureWarning, match="saved by an earlier release") as caught:
+        model = DirPG.load(old, env=chain(3))
+    message = str(caught[0].message)
+    assert all(f"{name}=" in message for name in saved)
+    assert not set(saved) & set(vars(model))
+    model.learn(40)
