@@ -81,7 +81,7 @@ def multiroom_workload(scale: float) -> Workload:
     return Workload(
         name="MiniGrid-MultiRoom-N6-v0",
         make_env=make_env,
-        dirpg_kwargs=dict(search_budget=2900, max_episode_steps=100, priority="astar", alpha=0.2, heuristic=bound),
+        dirpg_kwargs=dict(search_budget=2900, max_episode_steps=100, priority={"astar": {"alpha": 0.2}}, heuristic=bound),
         policy="MultiInputPolicy",
         policy_kwargs=dict(features_extractor_class=MiniGridCNN, net_arch=[], normalize_images=False),
         interactions={k: int(v * scale) for k, v in dict(raw=20_000, dirpg=60_000, workers=60_000, naive=8_000,

@@ -109,7 +109,7 @@ def build(method: str, family: str, seed: int) -> Any:
     if method in ("dirpg", "dirpg_mlp"):
         policy, kwargs = (ItemPolicy, {"features_extractor_kwargs": graph}) if method == "dirpg" else ("MlpPolicy", {})
         return DirPG(
-            policy, env, heuristic=bound, priority="astar", alpha=0.2, epsilon=1.0, search_budget=100,
+            policy, env, heuristic=bound, priority={"astar": {"alpha": 0.2}}, epsilon=1.0, search_budget=100,
             learning_rate=1e-3, policy_kwargs=kwargs, seed=seed, device="cpu",
         )  # fmt: skip
     if method == "reinforce":

@@ -56,25 +56,28 @@ from experiments.multiroom_setup import (
 SWEEP_ALPHAS = (0.0, 0.1, 0.2, 0.3, 1.0)  # the paper's MiniGrid figure; sweep-a0.2 is the shipped setting
 FROZEN_AT = 1_200_000  # the paper freezes its model here for the quality/quantity search; runs keep a copy
 
+#: the paper's priority, each popped region followed to the end of a trajectory
+DEPTH_FIRST = {"astar": {"alpha": 0.2, "depth_first": True}}
 # the learning runs' methods, by name
 METHODS: dict[str, Method] = {
     # the shipped setting (zoo_hyperparams/dirpg.yml): the authors' horizon-free bound, best-first, break on goal
     "dirpg": ("DirPG", dict(DIRPG_PAPER, stop="success"), {}),
-    "dirpg-df-stop": ("DirPG", dict(DIRPG_PAPER, depth_first=True, stop="success"), {}),
+    "dirpg-df-stop": ("DirPG", dict(DIRPG_PAPER, priority=DEPTH_FIRST, stop="success"), {}),
     # the shipped setting with up to 16 maps searched ahead and committed one at a time: the same learning, faster
     "dirpg-lookahead16": ("DirPG", dict(DIRPG_PAPER, stop="success", lookahead=16), {}),
     # the setting shipped before: the bound that drops terms beyond the steps left; it never completes a 2nd trajectory
     "dirpg-paper-tight": ("DirPG", dict(DIRPG_PAPER), dict(step_limit=True)),
     # the authors' bound (no step limit), best-first
     "dirpg-free": ("DirPG", dict(DIRPG_PAPER), {}),
-    "dirpg-df": ("DirPG", dict(DIRPG_PAPER, depth_first=True), {}),
-    "dirpg-df-early": ("DirPG", dict(DIRPG_PAPER, depth_first=True, stop={"success": {"improvement": True}}), {}),
-    "dirpg-gumbel-stop": ("DirPG", dict(DIRPG_PAPER, priority="gumbel", alpha=0.0, stop="success"), None),
+    "dirpg-df": ("DirPG", dict(DIRPG_PAPER, priority=DEPTH_FIRST), {}),
+    "dirpg-df-early": ("DirPG", dict(DIRPG_PAPER, priority=DEPTH_FIRST, stop={"success": {"improvement": True}}), {}),
+    "dirpg-gumbel-stop": ("DirPG", dict(DIRPG_PAPER, priority="gumbel", stop="success"), None),
     **{  # the paper's priority sweep (issue 22) in the shipped setting: A* with each alpha, and the Gumbel priority
-        f"sweep-a{alpha:g}": ("DirPG", dict(DIRPG_PAPER, stop="success", lookahead=16, alpha=alpha), {})
+        f"sweep-a{alpha:g}": ("DirPG", dict(DIRPG_PAPER, stop="success", lookahead=16, priority={"astar": {"alpha": alpha}}),
+                              {})
         for alpha in SWEEP_ALPHAS
     },
-    "sweep-gumbel": ("DirPG", dict(DIRPG_PAPER, stop="success", lookahead=16, priority="gumbel", alpha=0.0), None),
+    "sweep-gumbel": ("DirPG", dict(DIRPG_PAPER, stop="success", lookahead=16, priority="gumbel"), None),
     "reinforce": ("Reinforce", dict(n_rollouts=30, variant="action"), None),
     "cem": ("CEM", dict(n_rollouts=30, n_elite=2), None),
 }

@@ -73,7 +73,7 @@ def figure_method(name: str, settings: dict[str, Any]) -> Method:
     """
     if name.startswith("dirpg-"):
         alpha = float(name.split("-", 1)[1])
-        kwargs = dict(epsilon=1.0, search_budget=settings["search_budget"], priority="astar", alpha=alpha,
+        kwargs = dict(epsilon=1.0, search_budget=settings["search_budget"], priority={"astar": {"alpha": alpha}},
                       stop="improvement" if settings["early_stop"] else "budget")  # fmt: skip
         return ("DirPG", kwargs, {})
     if name in ("reinforce-trajectory", "reinforce-action"):

@@ -30,7 +30,7 @@ HELD_OUT_SEED = 1_000_000_007  # the figure's (and vs_ppo's) held-out maps use s
 POLICY_KWARGS = dict(features_extractor_class=MiniGridCNN, net_arch=[], normalize_images=False)
 ALGORITHMS = {"DirPG": DirPG, "Reinforce": Reinforce, "CEM": CEM}
 COMMON = dict(learning_rate=1e-3, batch_episodes=1, gamma=GAMMA)
-DIRPG_PAPER = dict(epsilon=1.0, search_budget=2900, priority="astar", alpha=0.2, prune=True, stop="budget")
+DIRPG_PAPER = dict(epsilon=1.0, search_budget=2900, priority={"astar": {"alpha": 0.2}}, prune=True, stop="budget")
 
 # a learner: (algorithm, constructor arguments, MultiRoomBound arguments or None for no heuristic)
 Method = tuple[str, dict[str, Any], dict[str, Any] | None]

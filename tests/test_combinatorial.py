@@ -170,7 +170,8 @@ def test_item_policy_refuses_an_observation_without_one_row_per_action():
 
 def test_solve_finds_the_optimum_with_enough_budget_and_plays_greedily_without():
     env = KnapsackEnv(n_items=8, capacity=2.0)
-    model = DirPG(ItemPolicy, env, heuristic=knapsack_bound, priority="astar", alpha=1.0, epsilon=10.0, seed=0, device="cpu")
+    model = DirPG(ItemPolicy, env, heuristic=knapsack_bound, priority={"astar": {"alpha": 1.0}}, epsilon=10.0, seed=0,
+                  device="cpu")
     seeds = list(range(20, 30))
     optimal = 0
     for solution in model.solve(seeds, budget=2000, epsilon=1000.0):
@@ -223,7 +224,7 @@ def test_dirpg_with_the_item_policy_learns_across_instances(family):
         make, kwargs, bound = (lambda: IndependentSetEnv(20, 0.2)), {"adjacency": True, "gate": -2}, independent_set_bound
         optimum = lambda env: independent_set_optimum(env.adjacency)  # noqa: E731
     model = DirPG(
-        ItemPolicy, make(), heuristic=bound, priority="astar", alpha=0.2, search_budget=50,
+        ItemPolicy, make(), heuristic=bound, priority={"astar": {"alpha": 0.2}}, search_budget=50,
         policy_kwargs={"features_extractor_kwargs": kwargs}, seed=0, device="cpu",
     )  # fmt: skip
     held_out = list(range(1000, 1050))

@@ -434,7 +434,8 @@ def _minigrid_model(backend: str, algo: type = DirPG, **kwargs: Any) -> Any:
     venv = make_vec_env(make, n_envs=2, vec_env_cls=DummyVecEnv)
     policy_kwargs = dict(features_extractor_class=MiniGridCNN, net_arch=[], normalize_images=False)
     if algo is DirPG:
-        kwargs = dict(search_budget=300, priority="astar", alpha=0.2, heuristic=MultiRoomBound.for_env(make()), **kwargs)
+        bound = MultiRoomBound.for_env(make())
+        kwargs = dict(search_budget=300, priority={"astar": {"alpha": 0.2}}, heuristic=bound, **kwargs)
     return algo(
         "MultiInputPolicy", venv, max_episode_steps=40, batch_episodes=8, seed=5, simulator_backend=backend,
         policy_kwargs=policy_kwargs, **kwargs,

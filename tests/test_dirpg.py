@@ -74,7 +74,7 @@ def test_save_load_round_trip(tmp_path) -> None:
     np.testing.assert_array_equal(model.predict(obs, deterministic=True)[0], loaded.predict(obs, deterministic=True)[0])
     for (name, p), (_, q) in zip(model.policy.state_dict().items(), loaded.policy.state_dict().items()):
         assert th.equal(p, q), name
-    assert (loaded.epsilon, loaded.search_budget, loaded.priority, loaded.batch_episodes) == (1.0, 64, "gumbel", 8)
+    assert (loaded.epsilon, loaded.search_budget, loaded.priority.spelling, loaded.batch_episodes) == (1.0, 64, "gumbel", 8)
     loaded.learn(500)  # the loaded model trains on
     assert loaded.num_timesteps >= 500
 
@@ -272,8 +272,8 @@ def test_minigrid_cnn_policy_trains() -> None:
         (dict(epsilon=0.0), "epsilon"),
         (dict(search_budget=-1), "budget"),
         (dict(priority="dfs"), "priority"),
-        (dict(alpha=1.5), "alpha"),
-        (dict(priority="astar", alpha=0.5), "heuristic"),
+        (dict(priority={"astar": {"alpha": 1.5}}), "alpha"),
+        (dict(priority={"astar": {"alpha": 0.5}}), "heuristic"),
         (dict(batch_episodes=0), "batch_episodes"),
         (dict(lookahead=0), "lookahead"),
         (dict(lookahead=2.5), "lookahead"),

@@ -64,3 +64,50 @@ def test_a_model_saved_with_dropped_settings_loads_without_them_and_says_so(tmp_
     assert all(f"{name}=" in message for name in saved)
     assert not set(saved) & set(vars(model))
     model.learn(40)
+
+
+def test_a_priority_is_read_from_its_name_its_object_or_a_yaml_mapping() -> None:
+    from sb3_dirpg.search import AStarPriority, GumbelPriority, priority_rule
+
+    assert priority_rule("gumbel") == GumbelPriority() and priority_rule("astar") == AStarPriority()
+    assert priority_rule({"astar": {"alpha": 0.5, "depth_first": True}}) == AStarPriority(alpha=0.5, depth_first=True)
+    assert AStarPriority(alpha=0.5).spelling == {"astar": {"alpha": 0.5}} and GumbelPriority().spelling == "gumbel"
+    for bad, says in [("bfs", "must be one of"), ({"gumbel": {"alpha": 0.5}}, "takes the fields"),
+                      ({"astar": {"alpha": 1.5}}, r"priority=.*alpha must lie in \[0, 1\]"),
+                      ({"astar": {"depth_first": "no"}}, "depth_first must be a bool")]:  # fmt: skip
+        with pytest.raises(ValueError, match=says):
+            priority_rule(bad, "DirPG")
+
+
+def test_alpha_and_depth_first_of_earlier_releases_are_read_as_the_priority_they_spelled(tmp_path: Path) -> None:
+    """A hyperparameter file, ``load`` keywords and a saved model of the previous release spell the priority with
+    ``alpha`` and ``depth_first``: each is read as the priority they spelled, with a FutureWarning; assigning them to a
+    model is refused, naming the priority (it would be kept and ignored)."""
+    from sb3_dirpg.search import AStarPriority
+
+    entry = {"policy": "MlpPolicy", "priority": "astar", "alpha": 0.2, "depth_first": True}
+    with pytest.warns(FutureWarning, match=r"priority=\{'astar': \{'depth_first': True, 'alpha': 0.2\}\}"):
+        kwargs = algorithm_kwargs(entry)
+    assert kwargs["priority"] == AStarPriority(alpha=0.2, depth_first=True) and "alpha" not in kwargs
+    with pytest.raises(ValueError, match="alpha=0.3 weighs the heuristic in priority 'astar' only"):
+        algorithm_kwargs({"policy": "MlpPolicy", "alpha": 0.3})
+    with pytest.raises(ValueError, match="are both given"):
+        algorithm_kwargs({"policy": "MlpPolicy", "priority": {"astar": {"alpha": 0.2}}, "alpha": 0.3})
+    path = tmp_path / "model.zip"
+    DirPG("MlpPolicy", chain(3), search_budget=20, seed=0, heuristic=lambda env: 1.0,
+          priority={"astar": {"alpha": 0.2}}).save(path)  # fmt: skip
+    old = tmp_path / "old.zip"
+    with zipfile.ZipFile(path) as source, zipfile.ZipFile(old, "w") as target:
+        for item in source.infolist():
+            content = source.read(item.filename)
+            if item.filename == "data":
+                content = json.dumps({**json.loads(content), "priority": "astar", "alpha": 0.2, "depth_first": False}).encode()
+            target.writestr(item, content)
+    with pytest.warns(FutureWarning, match="saved by an earlier release"):
+        model = DirPG.load(old, env=chain(3))
+    assert model.priority == AStarPriority(alpha=0.2) and "alpha" not in vars(model)
+    with pytest.warns(FutureWarning, match="priority rule"):
+        assert DirPG.load(path, env=chain(3), priority="astar", alpha=0.5).priority == AStarPriority(alpha=0.5)
+    for name in ("alpha", "depth_first", "early_stop", "greedy_coef"):
+        with pytest.raises(ValueError, match=f"{name} is no setting since this release"):
+            setattr(model, name, 0.5)

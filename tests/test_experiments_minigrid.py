@@ -132,15 +132,16 @@ def test_frontier_probe_spends_each_budget_on_the_same_maps(tmp_path: Path) -> N
 
     env_id = "MiniGrid-MultiRoom-N12-S10-v0"
     frontier.main(["--probe", "--envs", env_id, "--budgets", "50", "400", "--maps", "2", "--out", str(tmp_path)])
-    results = frontier.main(["--probe", "--envs", env_id, "--budgets", "50", "--maps", "2", "--params", "alpha:1.0",
-                             "--tag", "alpha1", "--out", str(tmp_path)])  # fmt: skip
+    results = frontier.main(["--probe", "--envs", env_id, "--budgets", "50", "--maps", "2", "--params",
+                             "priority:{'astar':{'alpha':1.0}}", "--tag", "alpha1", "--out", str(tmp_path)])  # fmt: skip
     assert set(results[env_id]) == {"entry", "alpha1"}
     max_steps = 240  # MultiRoomEnv's 20 steps per room
     for row in results[env_id]["entry"]:
         assert row["budget"] <= row["interactions"] <= row["budget"] + max_steps
     assert "MultiRoom-N12-S10 | alpha1 | 50 |" in (tmp_path / "frontier_probe.md").read_text()
     with pytest.raises(SystemExit):
-        frontier.main(["--probe", "--envs", env_id, "--params", "alpha:1.0", "--out", str(tmp_path)])  # no --tag
+        frontier.main(["--probe", "--envs", env_id, "--params", "priority:{'astar':{'alpha':1.0}}",
+                       "--out", str(tmp_path)])  # no --tag
 
 
 def test_frontier_curriculum_trains_on_the_wrappers_it_is_given(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -40,8 +40,8 @@ def _model(env_id: str, max_steps: int, heuristic: bool) -> DirPG:
     env = make_minigrid_env(env_id, max_steps=max_steps)
     bound = MultiRoomBound.for_env(env) if heuristic else None
     model = DirPG(
-        "MultiInputPolicy", env, seed=3, heuristic=bound, priority="astar" if heuristic else "gumbel",
-        alpha=0.2 if heuristic else 0.0, policy_kwargs=POLICY_KWARGS, device="cpu",
+        "MultiInputPolicy", env, seed=3, heuristic=bound, priority={"astar": {"alpha": 0.2}} if heuristic else "gumbel",
+        policy_kwargs=POLICY_KWARGS, device="cpu",
     )  # fmt: skip
     assert type(model.simulator) is CompiledMiniGridSimulator
     return model
@@ -121,7 +121,7 @@ class PythonLoopDirPG(PythonLoop, DirPG):
 def _shipped_n6(cls: type[DirPG] = DirPG, **changes: Any) -> DirPG:
     env = make_minigrid_env("MiniGrid-MultiRoom-N6-v0", max_steps=100)
     return cls(
-        "MultiInputPolicy", env, seed=0, learning_rate=1e-3, search_budget=2900, priority="astar", alpha=0.2,
+        "MultiInputPolicy", env, seed=0, learning_rate=1e-3, search_budget=2900, priority={"astar": {"alpha": 0.2}},
         heuristic=MultiRoomBound.for_env(env), stop="success", batch_episodes=1, gamma=0.999,
         policy_kwargs=POLICY_KWARGS, device="cpu", **changes,
     )  # fmt: skip

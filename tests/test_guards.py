@@ -153,11 +153,11 @@ def test_negative_epsilon_checks_the_lower_bound() -> None:
 
 
 def test_astar_with_a_heuristic_and_alpha_zero_warns() -> None:
-    with pytest.warns(UserWarning, match=r"alpha=0.*G \+ ε·L.*alpha=0.2"):
+    with pytest.warns(UserWarning, match=r"alpha=0.*G \+ ε·L.*'alpha': 0.2"):
         small_model(priority="astar", heuristic=Constant(1.0))
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        small_model(priority="astar", alpha=0.2, heuristic=Constant(1.0))
+        small_model(priority={"astar": {"alpha": 0.2}}, heuristic=Constant(1.0))
         small_model(priority="gumbel", heuristic=Constant(1.0))
 
 
@@ -169,7 +169,7 @@ def test_zero_search_budget_is_refused() -> None:
 # -- clear errors ----------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", ["epsilon", "search_budget", "alpha"])
+@pytest.mark.parametrize("name", ["epsilon", "search_budget"])
 def test_non_numeric_settings_name_the_argument(name: str) -> None:
     with pytest.raises(ValueError, match=f"{name} must be a real number"):
         small_model(**{name: "abc"})

@@ -151,8 +151,8 @@ def test_an_entry_without_a_policy_is_completed_by_the_setting() -> None:
     from sb3_dirpg.envs.minigrid.setting import completed_entry
 
     setting = minigrid_setting("MiniGrid-DoorKey-8x8-v0").zoo_entry()
-    short = completed_entry("MiniGrid-DoorKey-8x8-v0", {"n_timesteps": 5e5, "alpha": 0.2})
-    assert short == {**setting, "n_timesteps": 5e5, "alpha": 0.2}
+    short = completed_entry("MiniGrid-DoorKey-8x8-v0", {"n_timesteps": 5e5, "lookahead": 4})
+    assert short == {**setting, "n_timesteps": 5e5, "lookahead": 4}
     whole = {"policy": "MlpPolicy", "n_timesteps": 1e4}
     assert completed_entry("MiniGrid-DoorKey-8x8-v0", whole) == whole
     assert entry("MiniGrid-DoorKey-8x8-v0", "dirpg") == setting

@@ -97,7 +97,7 @@ class Bound:
 
 
 def test_a_heuristic_that_steps_the_wrapper_does_not_change_the_search() -> None:
-    kwargs = dict(priority="astar", alpha=0.2, search_budget=24)
+    kwargs = dict(priority={"astar": {"alpha": 0.2}}, search_budget=24)
     results = []
     for steps in (False, True):
         m = model(defect(length=5), heuristic=Bound(steps), **kwargs)
@@ -135,7 +135,7 @@ def draw_random(env: gym.Env) -> float:
 )
 def test_a_heuristic_that_changes_the_env_is_refused_at_construction(heuristic: Any, what: str) -> None:
     with pytest.raises(HeuristicError, match=rf"{heuristic.__name__}.* changed the env DefectChainEnv.*{what}") as error:
-        model(defect(), heuristic=heuristic, priority="astar", alpha=0.2)
+        model(defect(), heuristic=heuristic, priority={"astar": {"alpha": 0.2}})
     assert "heuristics.md" in str(error.value)
 
 
@@ -290,7 +290,7 @@ def broken(env: gym.Env) -> float:
 
 def test_a_heuristic_that_raises_is_named_with_its_cause_at_construction() -> None:
     with pytest.raises(HeuristicError, match=r"heuristic <function broken .* raised AttributeError .*DefectChainEnv") as error:
-        model(defect(), heuristic=broken, priority="astar", alpha=0.2)
+        model(defect(), heuristic=broken, priority={"astar": {"alpha": 0.2}})
     assert isinstance(error.value.__cause__, AttributeError)
 
 

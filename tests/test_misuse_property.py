@@ -62,7 +62,7 @@ def build(length: int, n_actions: int, stochastic: bool, defects: frozenset[str]
     :return: a small seeded model on the env (a changed reset is an error here)"""
     search: dict[str, Any] = dict(search_budget=12, priority="gumbel")
     if heuristic != "none":
-        search = dict(search_budget=12, priority="astar", alpha=0.2, heuristic=Bound(heuristic))
+        search = dict(search_budget=12, priority={"astar": {"alpha": 0.2}}, heuristic=Bound(heuristic))
     with warnings.catch_warnings():
         warnings.simplefilter("error", NondeterministicResetWarning)
         return DirPG(
@@ -127,14 +127,13 @@ def test_a_defective_env_is_refused_at_construction_or_trains_as_the_clean_one(
 #: drawn values of each setting: good ones, and bad ones of the kinds users pass (quoted flags, numbers out of range)
 SETTING_VALUES: dict[str, list[Any]] = {
     "epsilon": [0.5, -1.0, 0.0, "1.0", True],
-    "alpha": [0.0, 0.5, 1.5, "0.2"],
-    "priority": ["gumbel", "astar", "A*"],
+    "priority": ["gumbel", "astar", "A*", {"astar": {"alpha": 0.5}}, {"astar": {"alpha": 1.5}}, {"astar": {"alpha": "0.2"}},
+                 {"gumbel": {"depth_first": True}}, {"astar": {"depth_first": "no"}}],
     "search_budget": [12, 0, 7.5],
     "prune": [True, False, "false", 1],
     # issue 81: a refining budget above search_budget's 12 cannot act
     "stop": ["budget", "success", {"success": {"refine": 6}}, "sometimes", {"success": {"refine": "5"}},
              {"success": {"refine": 100}}],
-    "depth_first": [False, "no"],
     "n_epochs": [1, 3, 0, 2.5, True],
 }
 

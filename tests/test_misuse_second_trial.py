@@ -27,7 +27,7 @@ SETTINGS: dict[str, Any] = dict(
 )
 SEEDS = list(range(12))
 #: the DirPG flags that must be bools
-FLAGS = ("prune", "depth_first")
+FLAGS = ("prune",)
 
 
 def target_env() -> gym.Env:
@@ -84,7 +84,7 @@ def test_an_infinite_bound_adds_nothing_to_the_astar_priority(epsilon: float, lo
     then the one with α = 0 (pruning nothing with it); a finite one guides. Either way the search keeps its order and
     improves on a_opt."""
     bound = FixedBounds(lower, upper)
-    model = DirPG("MlpPolicy", target_env(), **SETTINGS, epsilon=epsilon, priority="astar", alpha=0.5, heuristic=bound)
+    model = DirPG("MlpPolicy", target_env(), **SETTINGS, epsilon=epsilon, priority={"astar": {"alpha": 0.5}}, heuristic=bound)
     guided = outcomes(model)
     used_is_infinite = (upper if epsilon > 0 else lower) == "inf"
     assert sum(ep.improved for ep in guided) >= 3
@@ -98,7 +98,7 @@ def test_an_infinite_bound_adds_nothing_to_the_astar_priority(epsilon: float, lo
 @pytest.mark.parametrize(("lower", "upper"), [("inf", "inf"), ("inf", "finite"), ("finite", "inf")])
 def test_bounds_infinite_at_some_states_only_keep_the_search_ordered(epsilon: float, lower: str, upper: str) -> None:
     model = DirPG(
-        "MlpPolicy", target_env(), **SETTINGS, epsilon=epsilon, priority="astar", alpha=0.5,
+        "MlpPolicy", target_env(), **SETTINGS, epsilon=epsilon, priority={"astar": {"alpha": 0.5}},
         heuristic=FixedBounds(lower, upper, where="odd"),
     )  # fmt: skip
     mixed = outcomes(model)
@@ -157,15 +157,14 @@ def admissible(env: gym.Env) -> float:
 
 
 def astar_settings() -> dict[str, Any]:
-    return dict(priority="astar", alpha=0.5, heuristic=admissible)
+    return dict(priority={"astar": {"alpha": 0.5}}, heuristic=admissible)
 
 
 def test_a_heuristic_set_after_construction_reaches_the_search() -> None:
     built = DirPG("MlpPolicy", target_env(), **SETTINGS, **astar_settings())
     changed = DirPG("MlpPolicy", target_env(), **SETTINGS)
     changed.heuristic = admissible
-    changed.priority = "astar"
-    changed.alpha = 0.5
+    changed.priority = {"astar": {"alpha": 0.5}}
     assert changed.search_config() == built.search_config()
     assert outcomes(changed) == outcomes(built)
     built.learn(200)
@@ -188,7 +187,8 @@ def test_a_heuristic_set_after_construction_gets_the_constructors_check() -> Non
 @pytest.mark.parametrize(
     ("name", "value", "match"),
     [
-        ("epsilon", 0.0, "epsilon"), ("epsilon", "1.0", "epsilon"), ("alpha", 2.0, "alpha"), ("priority", "bfs", "priority"),
+        ("epsilon", 0.0, "epsilon"), ("epsilon", "1.0", "epsilon"), ("priority", {"astar": {"alpha": 2.0}}, "alpha"),
+        ("priority", "bfs", "priority"),
         ("search_budget", 0, "search_budget"), ("search_budget", 2.5, "search_budget"), ("heuristic", 3.0, "heuristic"),
         ("lookahead", 0, "lookahead"), ("gamma", 1.5, "gamma"), ("batch_episodes", 0, "batch_episodes"),
         ("max_episode_steps", -1, "max_episode_steps"), ("n_workers", -1, "n_workers"),
@@ -217,8 +217,7 @@ def test_a_learning_rate_assigned_after_construction_is_the_one_the_optimizer_st
 
 def test_astar_without_a_heuristic_set_after_construction_is_refused_before_searching() -> None:
     model = DirPG("MlpPolicy", target_env(), **SETTINGS)
-    model.priority = "astar"
-    model.alpha = 0.5
+    model.priority = {"astar": {"alpha": 0.5}}
     with pytest.raises(ValueError, match="heuristic"):
         model.learn(50)
     assert model.num_timesteps == 0
@@ -230,7 +229,8 @@ def test_load_overrides_get_the_constructors_checks_and_behaviour(tmp_path: Path
     loaded = DirPG.load(tmp_path / "model", env=target_env(), **astar_settings())
     assert loaded.search_config() == built.search_config()
     assert outcomes(loaded) == outcomes(built)
-    for bad in (dict(stop="sometimes"), dict(alpha=3.0), dict(priority="astar", alpha=0.5), dict(learning_rate="1e-3")):
+    for bad in (dict(stop="sometimes"), dict(priority={"astar": {"alpha": 3.0}}), dict(priority={"astar": {"alpha": 0.5}}),
+                dict(learning_rate="1e-3")):
         with pytest.raises(ValueError, match="|".join(bad)):
             DirPG.load(tmp_path / "model", env=target_env(), **bad)
     faster = DirPG.load(tmp_path / "model", env=target_env(), learning_rate=0.5)  # SB3's way still works

@@ -92,7 +92,7 @@ def _improved_episodes(**settings: object) -> int:
             self.improved += [episode.improved for episode in self.locals["search"]]
 
     model = DirPG("MlpPolicy", "CartPole-v1", epsilon=-1.0, search_budget=100, stop="budget", batch_episodes=16, seed=0,
-                  alpha=0.5, heuristic=lambda env: (0.0, 500.0), **settings)  # fmt: skip
+                  heuristic=lambda env: (0.0, 500.0), **settings)  # fmt: skip
     counter = Improved()
     model.learn(1, callback=counter)
     assert len(counter.improved) == 16
@@ -104,11 +104,11 @@ def test_risk_averse_astar_warns_once_that_it_searches_breadth_first_and_depth_f
     trajectory after ``a_opt`` on CartPole: no episode improves (issue 81 measured 0 of 16). DirPG warns once, at
     construction, naming ``depth_first=True``, which improves on most episodes, as the Gumbel priority does."""
     with pytest.warns(UserWarning, match="searches breadth first.*depth_first=True") as caught:
-        assert _improved_episodes(priority="astar") == 0
+        assert _improved_episodes(priority={"astar": {"alpha": 0.5}}) == 0
     assert len([w for w in caught if "breadth first" in str(w.message)]) == 1
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        assert _improved_episodes(priority="astar", depth_first=True) >= 8
+        assert _improved_episodes(priority={"astar": {"alpha": 0.5, "depth_first": True}}) >= 8
         assert _improved_episodes(priority="gumbel") >= 6
 
 
@@ -193,7 +193,7 @@ def test_load_takes_an_env_id_as_the_constructor_does(tmp_path: object) -> None:
     assert model.get_env().num_envs == 1 and model.simulator is not None
 
 
-@pytest.mark.parametrize("name", ["ema_decay", "epsilon", "alpha", "gamma", "learning_rate"])
+@pytest.mark.parametrize("name", ["ema_decay", "epsilon", "gamma", "learning_rate"])
 def test_a_number_read_as_a_string_from_yaml_gets_the_yaml_hint(name: str) -> None:
     """YAML 1.1 (rl-zoo3's files) reads ``999e-3`` as a string; every numeric setting's refusal says how to write it,
     as ``learning_rate``'s did (issue 81: ``ema_decay`` spoke only of its range)."""

@@ -50,7 +50,7 @@ def test_shipped_n6_search_completes_trajectories_and_improves() -> None:
 def test_step_limited_bound_starves_the_weighted_priority() -> None:
     """The measured failure this setting avoids: the same search with the step-limited bound and best-first order
     finishes no trajectory besides a_opt on the same maps."""
-    model = shipped_n6(heuristic=MultiRoomBound(0.999, step_limit=True), depth_first=False)
+    model = shipped_n6(heuristic=MultiRoomBound(0.999, step_limit=True))
     result = model.search(list(range(100, 104)))
     assert [ep.trajectories for ep in result.episodes] == [1, 1, 1, 1]
 
@@ -60,8 +60,8 @@ def test_stop_on_success_spends_less_than_the_budget_on_easy_maps() -> None:
     interactions made."""
     venv = make_vec_env(lambda: make_minigrid_env("MiniGrid-Empty-5x5-v0", max_steps=40), n_envs=1, vec_env_cls=DummyVecEnv)
     policy_kwargs = dict(features_extractor_class=MiniGridCNN, net_arch=[], normalize_images=False)
-    model = DirPG("MultiInputPolicy", venv, search_budget=500, priority="astar", alpha=0.2, gamma=0.999,
-                  heuristic=MultiRoomBound(0.999), depth_first=True, stop="success", batch_episodes=8, seed=0,
+    model = DirPG("MultiInputPolicy", venv, search_budget=500, priority={"astar": {"alpha": 0.2, "depth_first": True}},
+                  gamma=0.999, heuristic=MultiRoomBound(0.999), stop="success", batch_episodes=8, seed=0,
                   policy_kwargs=policy_kwargs, device="cpu")  # fmt: skip
     result = model.search(list(range(8)))
     ended = [ep for ep in result.episodes if ep.success_dir]

@@ -38,7 +38,8 @@ def test_cartpole_gumbel_priority() -> None:
 def test_multiroom_astar_with_pruning() -> None:
     env = make_minigrid_env("MiniGrid-MultiRoom-N2-S4-v0")
     model = DirPG(
-        "MultiInputPolicy", env, search_budget=1500, priority="astar", alpha=0.3, heuristic=MultiRoomBound.for_env(env, 0.99),
+        "MultiInputPolicy", env, search_budget=1500, priority={"astar": {"alpha": 0.3}},
+        heuristic=MultiRoomBound.for_env(env, 0.99),
         gamma=0.99, max_episode_steps=40, stop="budget", seed=1,
         policy_kwargs=dict(features_extractor_class=MiniGridCNN, net_arch=[], normalize_images=False),
     )  # fmt: skip

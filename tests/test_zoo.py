@@ -44,6 +44,7 @@ from sb3_dirpg.integrations.zoo import (
     resolve_policy_kwargs,
 )
 from sb3_dirpg.integrations.zoo_samplers import SAMPLERS, apply_to_entry
+from sb3_dirpg.search import AStarPriority
 from sb3_dirpg.search.stopping import stop_rule
 
 pytestmark = pytest.mark.integration
@@ -167,7 +168,7 @@ def test_every_zoo_entry_loads_and_trains(tmp_path, algo: str, env_id: str) -> N
             assert type(model.heuristic) is bound and model.heuristic.gamma == gamma
             env = build_env(env_id, entry.get("env_kwargs"), entry.get("env_wrapper"))
             assert model.heuristic.__getstate__() == bound.for_env(env, gamma).__getstate__()
-            assert model.priority == "astar" and model.search_budget == entry["search_budget"]
+            assert model.priority.name == "astar" and model.search_budget == entry["search_budget"]
             assert model.stop == stop_rule(entry.get("stop", "improvement"))
         assert ("mission" in model.observation_space.spaces) == ("MissionObs" in str(entry["env_wrapper"]))
 
@@ -283,13 +284,13 @@ def test_samplers_keep_the_entry_extractor_and_sample_alpha_only_with_astar() ->
              "epsilon": 1.0}  # fmt: skip
     trial = optuna.trial.FixedTrial(
         {"abs_epsilon": 2.0, "search_budget": 300, "learning_rate": 1e-3, "stop": "budget", "net_arch": "tiny",
-         "alpha": 0.3}  # fmt: skip
+         "astar_alpha": 0.3}  # fmt: skip
     )
     params = SAMPLERS["dirpg"](trial, 0, 1, {}, defaults=entry)
     assert params["policy_kwargs"] == {"features_extractor_class": MiniGridCNN, "net_arch": [64]}
-    assert params["alpha"] == 0.3 and params["epsilon"] == 2.0 and params["search_budget"] == 300
+    assert params["priority"] == AStarPriority(alpha=0.3) and params["epsilon"] == 2.0 and params["search_budget"] == 300
     without_astar = SAMPLERS["dirpg"](trial, 0, 1, {}, defaults={})
-    assert "alpha" not in without_astar and without_astar["policy_kwargs"] == {"net_arch": [64]}
+    assert "priority" not in without_astar and without_astar["policy_kwargs"] == {"net_arch": [64]}
     rollout_trial = optuna.trial.FixedTrial(
         {"learning_rate": 1e-3, "n_rollouts": 16, "variant": "action", "n_elite": 2, "net_arch": "none"}
     )

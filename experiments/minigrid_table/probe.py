@@ -49,14 +49,14 @@ def probe_bounds(
             if name == "grid":
                 grid = rewards if isinstance(rewards, MiniGridBound) else MiniGridBound(
                     settings["gamma"], rewards.door_reward, rewards.goal_reward, rewards.pickup_reward)  # fmt: skip
-                kwargs.update(priority="astar", alpha=settings["alpha"], heuristic=grid)
+                kwargs.update(priority=settings["priority"], heuristic=grid)
             elif name == "manhattan":
                 if not any(cell is not None and cell.type == "goal" for cell in env.unwrapped.grid.grid):
                     continue  # MultiRoomBound needs a goal cell
                 if isinstance(rewards, MiniGridProgressBound):
                     continue  # it knows nothing of the progress reward
                 manhattan = MultiRoomBound(settings["gamma"], rewards.door_reward, rewards.goal_reward, rewards.pickup_reward)
-                kwargs.update(priority="astar", alpha=settings["alpha"], heuristic=manhattan)
+                kwargs.update(priority=settings["priority"], heuristic=manhattan)
             else:
                 kwargs.update(priority="gumbel", prune=False)
             policy_kwargs = dict(features_extractor_class=MiniGridCNN, net_arch=[], normalize_images=False)

@@ -109,7 +109,7 @@ def describe(env_id: str, method: str) -> dict[str, str]:
         "reward": f"{f'shaped ({terms})' if terms else 'MiniGrid sparse'}, max_steps {steps}",
         "observation": "+".join(_label(w) for w in specs if not _name(w).endswith("Reward")) or "raw",
         "heuristic": _name(heuristic) + (
-            f" ({settings['priority']}, alpha {settings.get('alpha', '-')})" if "priority" in settings else ""
+            f" ({settings['priority']})" if "priority" in settings else ""
         ) + learner,
     }
 

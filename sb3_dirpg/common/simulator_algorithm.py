@@ -401,8 +401,8 @@ class SimulatorAlgorithm(IterativeAlgorithm):
         )  # fmt: skip
         for name, value in decay.items():
             setattr(model, name, value)
-        model.check_settings()
         model._after_load(kwargs)
+        model.check_settings()
         return model
 
     @classmethod

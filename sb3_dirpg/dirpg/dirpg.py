@@ -29,12 +29,21 @@ from sb3_dirpg.dirpg.update import CLIP_RANGE, SearchShare, UpdateSteps
 from sb3_dirpg.dirpg.workers import SearchPool, check_worker_payload, make_search_pool
 from sb3_dirpg.search import EpisodeSearch, SearchConfig, SearchResult, TopDownSearch
 from sb3_dirpg.search.config import breadth_first_astar
+from sb3_dirpg.search.priority import LEGACY_PRIORITY_SETTINGS, Priority, replace_legacy_priority
 from sb3_dirpg.search.protocols import Heuristic, PolicyFunction
 from sb3_dirpg.search.stopping import LEGACY_STOP_FLAGS, StopRule, SuccessStop, replace_legacy_flags
 from sb3_dirpg.simulator import strip_monitor
 from sb3_dirpg.simulator.cloners import env_name
 
 SelfDirPG = TypeVar("SelfDirPG", bound="DirPG")
+
+#: the settings of earlier releases, and what replaced them: assigning one is refused with this
+FORMER_SETTINGS = {
+    **DROPPED_SETTINGS,
+    **{name: "the stopping rule replaced it, e.g. model.stop = {'success': {'refine': 100}}" for name in LEGACY_STOP_FLAGS},
+    **{name: f"the priority rule holds it, e.g. model.priority = {{'astar': {{'{name}': ...}}}}"
+       for name in LEGACY_PRIORITY_SETTINGS},
+}  # fmt: skip
 
 
 
@@ -59,8 +68,11 @@ class DirPG(BatchSearch, SimulatorAlgorithm):
     :param epsilon: ε of the direct objective, non-zero: > 0 seeks controllable risk, < 0 avoids it, → 0 is the
         plain policy gradient
     :param search_budget: environment interactions allowed per episode for the ``a_dir`` search, after ``a_opt``
-    :param priority: ``"gumbel"`` (priority ``G``) or ``"astar"`` (priority ``G + ε·(L + α·U)`` with the heuristic)
-    :param alpha: weight of the heuristic in the ``"astar"`` priority, in [0, 1] (1 is A*)
+    :param priority: the order in which the ``a_dir`` search pops regions (:mod:`sb3_dirpg.search.priority`):
+        ``"gumbel"`` (priority ``G``), ``"astar"`` or ``AStarPriority(alpha=0.5)`` (priority ``G + ε·(L + α·U)`` with the
+        heuristic's bound ``U``, ``alpha`` in [0, 1], 1 is A*), in YAML ``{"astar": {"alpha": 0.5}}``. Either may take
+        ``depth_first=True``: follow every popped region's sampled child chain to the end of a trajectory before popping
+        another (the authors' depth-first option; every pop then completes a trajectory)
     :param heuristic: ``heuristic(env) -> upper`` or ``(lower, upper)``: bounds on the discounted return-to-go from
         the env's current state (discounted from that state); used for the ``"astar"`` priority and for pruning. An
         infinite bound (unknown) prunes nothing and adds nothing to the priority (docs/heuristics.md)
@@ -75,8 +87,6 @@ class DirPG(BatchSearch, SimulatorAlgorithm):
         such as ``SuccessStop(refine=100)`` (where ``a_opt`` itself succeeds, search on for up to 100 interactions for
         a larger ``D``, a shorter success, and stop at the first one, instead of stopping at once with a zero update;
         beyond the paper, docs/algorithm.md), or its YAML spelling ``{"success": {"refine": 100}}``
-    :param depth_first: follow every popped region's sampled child chain to the end of a trajectory before popping
-        another (the authors' depth-first option); every pop then completes a trajectory
     :param batch_episodes: episodes searched in lockstep per update (None: ``max(8, n_envs)``)
     :param n_epochs: optimizer steps on each batch's update steps (beyond the paper; docs/algorithm.md). The first is
         DirPG's update; each further one steps along PPO's clipped surrogate with the advantage +1 on ``a_dir``'s steps
@@ -116,7 +126,7 @@ class DirPG(BatchSearch, SimulatorAlgorithm):
 
     Every setting above can be changed later, by assignment (``model.heuristic = h; model.priority = "astar"``) or as a
     keyword argument of :meth:`load`: it gets the constructor's checks, and a changed ``heuristic`` or
-    ``simulator_backend`` builds the simulators again. Settings that depend on each other (``priority="astar"`` with
+    ``simulator_backend`` builds the simulators again. Settings that depend on each other (an A* priority with
     ``alpha > 0`` needs a heuristic) are checked together before the next search, so they can be set in any order.
     """
 
@@ -129,12 +139,10 @@ class DirPG(BatchSearch, SimulatorAlgorithm):
         learning_rate: float | Schedule = 1e-3,
         epsilon: float = 1.0,
         search_budget: int = 100,
-        priority: str = "gumbel",
-        alpha: float = 0.0,
+        priority: Priority | str | dict[str, Any] = "gumbel",
         heuristic: Heuristic | None = None,
         prune: bool = True,
         stop: StopRule | str | dict[str, Any] = "improvement",
-        depth_first: bool = False,
         batch_episodes: int | None = None,
         n_epochs: int = 1,
         lookahead: int = 1,
@@ -154,19 +162,18 @@ class DirPG(BatchSearch, SimulatorAlgorithm):
         ema_decay: float | None = None,
     ) -> None:
         # every setting is checked on its own by check_setting (as when it is assigned later), then together
-        flags = dict(prune=prune, depth_first=depth_first)
-        numbers_ = dict(epsilon=epsilon, search_budget=search_budget, priority=priority, alpha=alpha, lookahead=lookahead,
-                        n_epochs=n_epochs)  # fmt: skip
-        for name, value in {**numbers_, **flags, "n_workers": n_workers, "parallel_backend": parallel_backend}.items():
+        settings = dict(epsilon=epsilon, search_budget=search_budget, lookahead=lookahead, n_epochs=n_epochs, prune=prune,
+                        n_workers=n_workers, parallel_backend=parallel_backend)  # fmt: skip
+        for name, value in settings.items():
             self.check_setting(name, value)
-        stop = self.check_setting("stop", stop)
-        check_astar_heuristic(priority, alpha, heuristic)
+        stop, priority = self.check_setting("stop", stop), self.check_setting("priority", priority)
+        check_astar_heuristic(priority, heuristic)
         check_refining(stop, search_budget)
-        if priority == "astar" and heuristic is not None and alpha == 0:
+        if priority.name == "astar" and heuristic is not None and priority.alpha == 0:
             warnings.warn(
                 "DirPG: priority='astar' with alpha=0 ignores the heuristic in the priority, which is then G + ε·L "
-                "(L: the return so far); the heuristic only prunes. Pass alpha > 0 (e.g. alpha=0.2) to guide the search "
-                "with it, or priority='gumbel' to make the choice explicit",
+                "(L: the return so far); the heuristic only prunes. Pass priority={'astar': {'alpha': 0.2}} to guide the "
+                "search with it, or priority='gumbel' to make the choice explicit",
                 UserWarning,
                 stacklevel=2,
             )
@@ -178,12 +185,10 @@ class DirPG(BatchSearch, SimulatorAlgorithm):
         self.epsilon = epsilon
         self.search_budget = search_budget
         self.priority = priority
-        self.alpha = alpha
         self.lookahead = lookahead
         self.stop = stop
         self.n_epochs = n_epochs
-        for name, value in flags.items():
-            setattr(self, name, value)
+        self.prune = prune
         # set when a complete trajectory violated the heuristic's bound: pruning is then off for the rest of training
         self.heuristic_violation: str | None = None
         super().__init__(
@@ -215,7 +220,10 @@ class DirPG(BatchSearch, SimulatorAlgorithm):
 
         :param name: the attribute
         :param value: its new value
+        :raises ValueError: for a setting of an earlier release (it would be kept and ignored), naming what replaced it
         """
+        if name in FORMER_SETTINGS:
+            raise ValueError(f"DirPG: {name} is no setting since this release: {FORMER_SETTINGS[name]}")
         super().__setattr__(name, value)
         if name in ("n_workers", "parallel_backend") and getattr(self, "_worker_pool", None) is not None:
             self.close_workers()
@@ -225,13 +233,13 @@ class DirPG(BatchSearch, SimulatorAlgorithm):
     def check_settings(self) -> None:
         """Check the settings that depend on each other, as the constructor does (attribute assignment checks each
         setting alone, in any order; this runs before every search and after ``load``)."""
-        check_astar_heuristic(self.priority, self.alpha, self.heuristic)
+        check_astar_heuristic(self.priority, self.heuristic)
         self._warn_breadth_first()
         check_refining(self.stop, self.search_budget)
 
     def _warn_breadth_first(self) -> None:
         """Warn, once per combination of settings, where the A* priority with ε < 0 would search breadth first."""
-        problem = breadth_first_astar(self.priority, self.epsilon, self.depth_first)
+        problem = breadth_first_astar(self.priority.name, self.epsilon, self.priority.depth_first)
         if problem is not None and getattr(self, "_warned_breadth_first", None) != problem:
             self._warned_breadth_first = problem  # not before every search
             warnings.warn(f"DirPG: {problem}", UserWarning, stacklevel=3)
@@ -250,8 +258,8 @@ class DirPG(BatchSearch, SimulatorAlgorithm):
         self.check_settings()
         prune = self.prune and self.heuristic is not None and self.heuristic_violation is None
         settings = dict(
-            epsilon=self.epsilon, budget=self.search_budget, priority=self.priority, alpha=self.alpha, prune=prune,
-            gamma=self.gamma, horizon=self.horizon, depth_first=self.depth_first, stop=self.stop,
+            epsilon=self.epsilon, budget=self.search_budget, priority=self.priority.name, alpha=self.priority.alpha,
+            prune=prune, gamma=self.gamma, horizon=self.horizon, depth_first=self.priority.depth_first, stop=self.stop,
         )  # fmt: skip
         return SearchConfig(**{**settings, **overrides})
 
@@ -344,7 +352,7 @@ class DirPG(BatchSearch, SimulatorAlgorithm):
         dropped = {name: value for name, value in settings.items() if name in DROPPED_SETTINGS}
         if dropped:
             raise ValueError(dropped_settings_message(dropped, owner).replace(", which were ignored", ""))
-        return replace_legacy_flags(settings, owner)
+        return replace_legacy_priority(replace_legacy_flags(settings, owner), owner)
 
     def _after_load(self, overrides: dict[str, Any]) -> None:
         """A model saved by an earlier release gets the stopping rule its flags spelled, and loses the settings this
@@ -356,6 +364,10 @@ class DirPG(BatchSearch, SimulatorAlgorithm):
         if legacy and "stop" not in overrides:
             saved = {**legacy, "search_budget": self.search_budget}
             self.stop = replace_legacy_flags(saved, "DirPG.load (a model saved by an earlier release)")["stop"]
+        legacy = {name: self.__dict__.pop(name) for name in LEGACY_PRIORITY_SETTINGS if name in self.__dict__}
+        if isinstance(self.priority, str) and "priority" not in overrides:  # saved before the priority rule
+            self.priority = replace_legacy_priority({"priority": self.priority, **legacy}, "DirPG.load (a model saved by "
+                                                    "an earlier release)")["priority"]  # fmt: skip
         dropped = {name: self.__dict__.pop(name) for name in DROPPED_SETTINGS if name in self.__dict__}
         if dropped:
             owner = "DirPG.load (a model saved by an earlier release; they are ignored)"

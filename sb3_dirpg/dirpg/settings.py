@@ -10,8 +10,8 @@ import numpy as np
 
 from sb3_dirpg.common.simulator_algorithm import yaml_number_hint
 from sb3_dirpg.dirpg.workers import check_parallel_backend
-from sb3_dirpg.search import PRIORITIES
 from sb3_dirpg.search.config import check_flag
+from sb3_dirpg.search.priority import Priority, priority_rule
 from sb3_dirpg.search.protocols import Heuristic
 from sb3_dirpg.search.stopping import StopRule, SuccessStop, stop_rule
 
@@ -21,7 +21,7 @@ __all__ = [
 ]  # fmt: skip
 
 #: DirPG's bool flags (a string such as "false" is refused: it is truthy)
-FLAGS = ("prune", "depth_first")
+FLAGS = ("prune",)
 
 
 class HeuristicViolationWarning(UserWarning):
@@ -68,15 +68,14 @@ def check_seeds(seeds: Any) -> list[int]:
     return [int(seed) for seed in many]
 
 
-def check_astar_heuristic(priority: str, alpha: float, heuristic: Heuristic | None) -> None:
+def check_astar_heuristic(priority: Priority, heuristic: Heuristic | None) -> None:
     """:param priority: the ``priority`` setting
-    :param alpha: the ``alpha`` setting
     :param heuristic: the ``heuristic`` setting
     :raises ValueError: when the A* priority weighs a heuristic that is not there"""
-    if priority == "astar" and alpha > 0 and heuristic is None:
+    if priority.alpha > 0 and heuristic is None:
         raise ValueError(
-            f"DirPG: priority='astar' with alpha={alpha} needs a heuristic(env) bound on the return-to-go: pass "
-            "heuristic=... (or set model.heuristic), or alpha=0"
+            f"DirPG: priority={priority.spelling!r} with alpha={priority.alpha} needs a heuristic(env) bound on the "
+            "return-to-go: pass heuristic=... (or set model.heuristic), or priority='astar' (alpha 0)"
         )
 
 
@@ -125,19 +124,6 @@ def _check_search_budget(algo: str, value: Any) -> int:
     return int(value)
 
 
-def _check_priority(algo: str, value: Any) -> str:
-    if not isinstance(value, str) or value not in PRIORITIES:
-        raise ValueError(f"{algo}: priority must be one of {PRIORITIES}, got {value!r}")
-    return value
-
-
-def _check_alpha(algo: str, value: Any) -> float:
-    value = _real("alpha")(algo, value)
-    if not 0.0 <= value <= 1.0:
-        raise ValueError(f"{algo}: alpha must lie in [0, 1] (1 is A*, 0 leaves the heuristic out), got {value!r}")
-    return value
-
-
 def _check_lookahead(algo: str, value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
         raise ValueError(f"{algo}: lookahead must be a positive integer number of batches (1: none), got {value!r}")
@@ -170,8 +156,7 @@ SETTING_CHECKS: dict[str, Any] = {
     "epsilon": _check_epsilon,
     "search_budget": _check_search_budget,
     "stop": lambda algo, value: stop_rule(value, algo),
-    "priority": _check_priority,
-    "alpha": _check_alpha,
+    "priority": lambda algo, value: priority_rule(value, algo),
     "lookahead": _check_lookahead,
     "n_epochs": _check_n_epochs,
     "n_workers": _check_n_workers,

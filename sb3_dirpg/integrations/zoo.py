@@ -66,6 +66,7 @@ from sb3_dirpg.dirpg.settings import DROPPED_SETTINGS, dropped_settings_message
 from sb3_dirpg.envs.minigrid import MiniGridCNN
 from sb3_dirpg.envs.minigrid.setting import completed_entry, minigrid_setting
 from sb3_dirpg.integrations.zoo_samplers import CONVERTERS, SAMPLERS, apply_to_entry
+from sb3_dirpg.search.priority import replace_legacy_priority
 from sb3_dirpg.search.protocols import Heuristic
 from sb3_dirpg.search.stopping import replace_legacy_flags
 
@@ -279,7 +280,7 @@ def refining_as_callback(hyperparams: dict[str, Any]) -> dict[str, Any]:
 def prepare_hyperparams(hyperparams: dict[str, Any]) -> dict[str, Any]:
     """The YAML-friendly values of an entry for one of our algorithms, as Python objects.
 
-    ``policy_kwargs`` (see :func:`resolve_policy_kwargs`), a top-level ``net_arch`` or ``abs_epsilon`` (from a
+    ``policy_kwargs`` (see :func:`resolve_policy_kwargs`), a top-level ``net_arch``, ``abs_epsilon`` or ``astar_alpha`` (from a
     reloaded optuna trial, see :func:`~sb3_dirpg.integrations.zoo_samplers.apply_to_entry`) and ``heuristic`` (see
     :func:`resolve_heuristic`). The rest is left to rl-zoo3. The input is not modified (rl-zoo3 saves it to
     ``config.yml``).
@@ -287,7 +288,8 @@ def prepare_hyperparams(hyperparams: dict[str, Any]) -> dict[str, Any]:
     :param hyperparams: the entry, as read from the YAML file and overridden from the command line
     :return: a new dict
     """
-    out = replace_legacy_flags(refining_as_callback(hyperparams), "the hyperparameters")
+    out = replace_legacy_priority(replace_legacy_flags(refining_as_callback(hyperparams), "the hyperparameters"),
+                                  "the hyperparameters")
     dropped = {name: value for name, value in out.items() if name in DROPPED_SETTINGS}
     if dropped:
         raise ValueError(dropped_settings_message(dropped, "the hyperparameters"))

@@ -18,6 +18,8 @@ from typing import Any
 
 import optuna
 
+from sb3_dirpg.search.priority import AStarPriority, priority_rule
+
 NET_ARCHS: dict[str, list[int]] = {"none": [], "tiny": [64], "small": [64, 64], "medium": [256, 256]}
 SEARCH_BUDGETS = [10, 30, 100, 300, 1000, 3000]
 N_ROLLOUTS = [8, 16, 30, 64]
@@ -28,9 +30,10 @@ def apply_to_entry(params: dict[str, Any], entry: dict[str, Any]) -> dict[str, A
 
     * ``net_arch`` (top level) goes into a copy of the entry's ``policy_kwargs``, keeping its features extractor;
     * ``abs_epsilon`` becomes ``epsilon`` with the sign of the entry's ``epsilon`` (positive when it has none), so
-      tuning never turns a risk-averse entry into a risk-seeking one.
+      tuning never turns a risk-averse entry into a risk-seeking one;
+    * ``astar_alpha`` becomes the ``alpha`` of the entry's A* ``priority`` (keeping its ``depth_first``).
 
-    :param params: keyword arguments, possibly with ``net_arch`` and ``abs_epsilon``
+    :param params: keyword arguments, possibly with ``net_arch``, ``abs_epsilon`` and ``astar_alpha``
     :param entry: the entry's hyperparameters (``policy_kwargs`` as a dict, if any)
     :return: a new dict with those keys resolved
     """
@@ -43,6 +46,9 @@ def apply_to_entry(params: dict[str, Any], entry: dict[str, Any]) -> dict[str, A
     if "abs_epsilon" in out:
         sign = -1.0 if float(entry.get("epsilon", 1.0)) < 0 else 1.0
         out["epsilon"] = sign * float(out.pop("abs_epsilon"))
+    if "astar_alpha" in out:
+        depth_first = priority_rule(entry.get("priority", "astar")).depth_first
+        out["priority"] = AStarPriority(alpha=float(out.pop("astar_alpha")), depth_first=depth_first)
     return out
 
 
@@ -89,8 +95,8 @@ def sample_dirpg_params(
         "stop": trial.suggest_categorical("stop", ["improvement", "budget"]),
         "net_arch": trial.suggest_categorical("net_arch", list(NET_ARCHS)),
     }
-    if defaults.get("priority") == "astar":
-        params["alpha"] = trial.suggest_float("alpha", 0.0, 1.0)
+    if defaults.get("priority") is not None and priority_rule(defaults["priority"]).name == "astar":
+        params["astar_alpha"] = trial.suggest_float("astar_alpha", 0.0, 1.0)
     resolved = apply_to_entry(convert_dirpg_params(params), defaults)
     trial.set_user_attr("epsilon", resolved["epsilon"])
     return resolved

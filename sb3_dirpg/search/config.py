@@ -57,7 +57,8 @@ def breadth_first_astar(priority: str, epsilon: float, depth_first: bool) -> str
         return (
             f"priority='astar' with epsilon={epsilon} (risk averse) searches breadth first: each step's reward lowers the "
             "priority of the path it extends, so a limited budget completes few or no trajectories after a_opt. Pass "
-            "depth_first=True (each popped region is followed to the end of a trajectory), or priority='gumbel'"
+            "depth_first=True (each popped region is followed to the end of a trajectory; DirPG: priority={'astar': "
+            "{'depth_first': True}}), or priority='gumbel'"
         )
     return None
 

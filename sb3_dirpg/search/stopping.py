@@ -21,10 +21,12 @@ from __future__ import annotations
 
 import numbers
 import warnings
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
+
+from sb3_dirpg.search.choices import NamedChoice, read_choice
 
 __all__ = [
     "LEGACY_STOP_FLAGS", "STOP_RULES", "BudgetStop", "ImprovementStop", "StopRule", "SuccessStop", "replace_legacy_flags",
@@ -33,7 +35,7 @@ __all__ = [
 
 
 @dataclass(frozen=True)
-class StopRule:
+class StopRule(NamedChoice):
     """The rule that ends an episode's search before its budget is spent (base class: never, as ``"budget"``).
 
     The search calls its three methods; a subclass overrides those it changes.
@@ -59,13 +61,6 @@ class StopRule:
         :param success_opt: whether ``a_opt`` ended in success
         :return: whether it ends the search"""
         return False
-
-    @property
-    def spelling(self) -> str | dict[str, dict[str, Any]]:
-        """:return: how to write the rule in a YAML entry: its name, or a one-key mapping of its name to its fields"""
-        values = {field.name: getattr(self, field.name) for field in fields(self)}
-        changed = {key: value for key, value in values.items() if value != type(self)().__dict__[key]}
-        return {self.name: changed} if changed else self.name
 
 
 @dataclass(frozen=True)
@@ -152,23 +147,9 @@ def stop_rule(value: Any, owner: str = "") -> StopRule:
     :return: the rule
     :raises ValueError: naming the rules, for anything else
     """
-    prefix = f"{owner}: " if owner else ""
     if isinstance(value, StopRule):
         return value
-    if isinstance(value, str) and value in STOP_RULES:
-        return STOP_RULES[value]()
-    if isinstance(value, dict) and len(value) == 1:
-        (name, kwargs), = value.items()
-        if name in STOP_RULES and isinstance(kwargs, dict):
-            try:
-                return STOP_RULES[name](**kwargs)
-            except TypeError as error:
-                allowed = [field.name for field in fields(STOP_RULES[name])]
-                raise ValueError(f"{prefix}stop={value!r}: the rule {name!r} takes the fields {allowed} ({error})") from None
-    raise ValueError(
-        f"{prefix}stop must be one of {list(STOP_RULES)}, a rule object (e.g. SuccessStop(refine=100) from "
-        f"sb3_dirpg.search.stopping), or a mapping such as {{'success': {{'refine': 100}}}}, got {value!r}"
-    )
+    return read_choice(value, STOP_RULES, "stop", owner, "SuccessStop(refine=100)")
 
 
 def stop_from_flags(
