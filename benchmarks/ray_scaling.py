@@ -91,7 +91,7 @@ def measure(work_name: str, scale: float, batch: int, workers: list[int], backen
     for k in workers:
         for backend in backends if k > 0 else ["process"]:
             name = f"{backend}, n_workers={k}" if k > 0 else "n_workers=0 (one process)"
-            models[name] = make_dirpg(work, batch, n_workers=k, parallel_backend=backend)
+            models[name] = make_dirpg(work, batch, n_workers={backend: k})
     print(f"== {work.name}: batch_episodes={batch}, {n:,} interactions per measurement; warming up ...", flush=True)
     for model in models.values():
         model.learn(batch * 200, reset_num_timesteps=False)  # starts the workers; first allocations

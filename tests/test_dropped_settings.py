@@ -111,3 +111,31 @@ def test_alpha_and_depth_first_of_earlier_releases_are_read_as_the_priority_they
     for name in ("alpha", "depth_first", "early_stop", "greedy_coef"):
         with pytest.raises(ValueError, match=f"{name} is no setting since this release"):
             setattr(model, name, 0.5)
+
+
+def test_n_workers_holds_the_backend_and_parallel_backend_of_earlier_releases_is_folded_into_it(tmp_path: Path) -> None:
+    from sb3_dirpg.dirpg.workers import SearchWorkers
+
+    assert DirPG("MlpPolicy", chain(3), n_workers=2).n_workers == SearchWorkers(2, "process")
+    assert DirPG("MlpPolicy", chain(3), n_workers={"process": 1}).n_workers.spelling == 1
+    for bad in (-1, 1.5, "2", {"process": -1}, {"mpi": 2}, {"ray": 1, "process": 1}):
+        with pytest.raises(ValueError, match="n_workers"):
+            DirPG("MlpPolicy", chain(3), n_workers=bad)
+    with pytest.warns(FutureWarning, match=r"read as n_workers=2"):
+        assert algorithm_kwargs({"policy": "MlpPolicy", "n_workers": 2, "parallel_backend": "process"})["n_workers"] == (
+            SearchWorkers(2, "process"))  # fmt: skip
+    with pytest.raises(ValueError, match="are both given"):
+        algorithm_kwargs({"policy": "MlpPolicy", "n_workers": {"process": 2}, "parallel_backend": "process"})
+    path = tmp_path / "model.zip"
+    DirPG("MlpPolicy", chain(3), search_budget=20, seed=0).save(path)
+    old = tmp_path / "old.zip"
+    with zipfile.ZipFile(path) as source, zipfile.ZipFile(old, "w") as target:
+        for item in source.infolist():
+            content = source.read(item.filename)
+            if item.filename == "data":
+                content = json.dumps({**json.loads(content), "n_workers": 1, "parallel_backend": "process"}).encode()
+            target.writestr(item, content)
+    with pytest.warns(FutureWarning, match="parallel_backend='process'"):
+        model = DirPG.load(old, env=chain(3))
+    assert model.n_workers == SearchWorkers(1, "process") and "parallel_backend" not in vars(model)
+    assert DirPG.load(path, env=chain(3)).n_workers == SearchWorkers(0, "process")  # this release's zip: no warning

@@ -192,7 +192,7 @@ def test_a_heuristic_set_after_construction_gets_the_constructors_check() -> Non
         ("search_budget", 0, "search_budget"), ("search_budget", 2.5, "search_budget"), ("heuristic", 3.0, "heuristic"),
         ("lookahead", 0, "lookahead"), ("gamma", 1.5, "gamma"), ("batch_episodes", 0, "batch_episodes"),
         ("max_episode_steps", -1, "max_episode_steps"), ("n_workers", -1, "n_workers"),
-        ("parallel_backend", "mpi", "parallel_backend"), ("simulator_backend", "gpu", "simulator_backend"),
+        ("n_workers", {"mpi": 1}, "n_workers"), ("simulator_backend", "gpu", "simulator_backend"),
         *((flag, "false", flag) for flag in FLAGS),
     ],
 )  # fmt: skip

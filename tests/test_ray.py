@@ -26,7 +26,7 @@ from tests.test_parallel import InterruptOnce, SeedRecordingDirPG, assert_batche
 ray = pytest.importorskip("ray")
 from ray.cluster_utils import Cluster  # noqa: E402
 
-from sb3_dirpg.dirpg.workers import ray_actors  # noqa: E402
+from sb3_dirpg.dirpg.workers import SearchWorkers, ray_actors  # noqa: E402
 from sb3_dirpg.dirpg.workers.ray_actors import RaySearchPool, loopback  # noqa: E402
 
 pytestmark = pytest.mark.integration
@@ -80,7 +80,7 @@ def test_one_actor_gives_the_same_run_as_one_process_and_as_a_worker_process(clu
     process = cartpole(n_workers=1)
     assert_same_run(process, reference)
     process.close_workers()
-    model = cartpole(n_workers=1, parallel_backend="ray")
+    model = cartpole(n_workers={"ray": 1})
     assert_same_run(model, reference)
     pool = model.worker_pool
     assert isinstance(pool, RaySearchPool) and pool.n_workers == 1 and pool.replaced == 0
@@ -92,7 +92,7 @@ def test_one_actor_gives_the_same_run_as_one_process_and_as_a_worker_process(clu
     # saved with the backend, never with the actors
     model.save(tmp_path / "model")
     loaded = DirPG.load(tmp_path / "model")
-    assert (loaded.parallel_backend, loaded.n_workers, loaded.worker_pool) == ("ray", 1, None)
+    assert (loaded.n_workers, loaded.worker_pool) == (SearchWorkers(1, "ray"), None)
     model.close_workers()
     assert model.worker_pool is None
 
@@ -116,7 +116,7 @@ class KillActorMidBatch(BaseCallback):
 def test_a_killed_actor_is_replaced_and_its_share_searched_again(cluster: Cluster) -> None:
     # a budget large enough that the actor is still searching when it is killed
     expected = run(cartpole(search_budget=300, batch_episodes=4), 2_500)  # one process: the same as any backend
-    model = cartpole(n_workers=1, parallel_backend="ray", search_budget=300, batch_episodes=4)
+    model = cartpole(n_workers={"ray": 1}, search_budget=300, batch_episodes=4)
     kill = KillActorMidBatch(at=2)
     model.learn(2_500, callback=kill)
     pool = model.worker_pool
@@ -137,8 +137,7 @@ class InterruptKeepingActors(InterruptOnce):
 
 
 def test_interrupt_mid_batch_then_learn_again_with_new_actors(cluster: Cluster) -> None:
-    model = SeedRecordingDirPG("MlpPolicy", "CartPole-v1", search_budget=30, batch_episodes=4, seed=1, n_workers=1,
-                               parallel_backend="ray")  # fmt: skip
+    model = SeedRecordingDirPG("MlpPolicy", "CartPole-v1", search_budget=30, batch_episodes=4, seed=1, n_workers={"ray": 1})
     interrupt = InterruptKeepingActors(at=30)
     with pytest.raises(KeyboardInterrupt):
         model.learn(5_000, callback=interrupt)
@@ -156,7 +155,7 @@ def test_interrupt_mid_batch_then_learn_again_with_new_actors(cluster: Cluster) 
 def test_two_actors_on_the_cluster_named_by_ray_address_give_the_same_run(cluster: Cluster) -> None:
     reference = run(cartpole())
     ray.shutdown()  # this process leaves the cluster; the cluster keeps running
-    model = cartpole(n_workers=2, parallel_backend="ray")
+    model = cartpole(n_workers={"ray": 2})
     assert_same_run(model, reference)
     pool = model.worker_pool
     assert pool.connection == "address" and pool.replaced == 0
@@ -174,7 +173,7 @@ def test_a_time_limit_built_before_rl_zoo3_replaced_it_reaches_the_actors(cluste
 
     original = gymnasium_time_limit()
     assert gym.wrappers.TimeLimit is not original  # the replacement is in effect
-    model = small_dirpg(original(SparseChainEnv(6), 6), n_workers=1, batch_episodes=4, parallel_backend="ray")
+    model = small_dirpg(original(SparseChainEnv(6), 6), n_workers={"ray": 1}, batch_episodes=4)
     try:
         model.learn(600)
     finally:
@@ -197,15 +196,15 @@ def test_connect_keeps_a_connection_else_follows_ray_address_else_starts_locally
 
 
 def test_unknown_backend_is_refused_naming_the_argument() -> None:
-    with pytest.raises(ValueError, match="parallel_backend.*'process', 'ray'.*'dask'"):
-        DirPG("MlpPolicy", "CartPole-v1", n_workers=1, parallel_backend="dask")
+    with pytest.raises(ValueError, match="n_workers=.*'process', 'ray'.*'dask'"):
+        DirPG("MlpPolicy", "CartPole-v1", n_workers={"dask": 1})
 
 
 def test_ray_backend_without_ray_names_the_extra(monkeypatch) -> None:
     # sys.modules[name] = None makes `import name` fail as if the package were not installed
     monkeypatch.setitem(sys.modules, "ray", None)
     with pytest.raises(ImportError, match=re.escape("pip install sb3-dirpg[ray]")):
-        DirPG("MlpPolicy", "CartPole-v1", n_workers=1, parallel_backend="ray")
+        DirPG("MlpPolicy", "CartPole-v1", n_workers={"ray": 1})
 
 
 def test_ray_extra_declares_ray() -> None:

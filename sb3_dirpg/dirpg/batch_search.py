@@ -76,7 +76,7 @@ class BatchSearch:
         :param callback: called once per lockstep iteration of this process's search (counting its interactions), or None
         :return: the share (None when the callback asked to stop), and the interactions the callback did not count
         """
-        if self.n_workers > 0:
+        if self.n_workers.count > 0:
             return self._search_with_workers(drawn, callback)
         share, stopped = SearchShare.from_search(lambda: self.search(drawn.seeds, callback=callback, rng=drawn.rngs))
         uncounted = 0 if callback is not None else sum(ep.interactions for ep in share.episodes)
@@ -94,7 +94,7 @@ class BatchSearch:
         :return: the merged batch (None when the callback asked to stop), and the interactions the callback did not count
         """
         pool = self.start_workers()
-        own, *others = drawn.split(self.n_workers + 1)
+        own, *others = drawn.split(self.n_workers.count + 1)
         others = [part for part in others if part.seeds]
         try:
             batch_id = pool.submit(self.policy, [(part.seeds, part.rngs) for part in others], self.search_config())

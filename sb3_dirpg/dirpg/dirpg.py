@@ -26,7 +26,13 @@ from sb3_dirpg.dirpg.settings import (
 )
 from sb3_dirpg.dirpg.solve import Solution, best_solutions, greedy_trajectories
 from sb3_dirpg.dirpg.update import CLIP_RANGE, SearchShare, UpdateSteps
-from sb3_dirpg.dirpg.workers import SearchPool, check_worker_payload, make_search_pool
+from sb3_dirpg.dirpg.workers import (
+    SearchPool,
+    SearchWorkers,
+    check_worker_payload,
+    make_search_pool,
+    replace_legacy_backend,
+)
 from sb3_dirpg.search import EpisodeSearch, SearchConfig, SearchResult, TopDownSearch
 from sb3_dirpg.search.config import breadth_first_astar
 from sb3_dirpg.search.priority import LEGACY_PRIORITY_SETTINGS, Priority, replace_legacy_priority
@@ -43,6 +49,7 @@ FORMER_SETTINGS = {
     **{name: "the stopping rule replaced it, e.g. model.stop = {'success': {'refine': 100}}" for name in LEGACY_STOP_FLAGS},
     **{name: f"the priority rule holds it, e.g. model.priority = {{'astar': {{'{name}': ...}}}}"
        for name in LEGACY_PRIORITY_SETTINGS},
+    "parallel_backend": "n_workers holds the backend, e.g. model.n_workers = {'ray': 8}",
 }  # fmt: skip
 
 
@@ -111,11 +118,11 @@ class DirPG(BatchSearch, SimulatorAlgorithm):
     :param verbose: 0 silent, 1 training logs, 2 debug
     :param device: torch device
     :param _init_setup_model: build the networks now (False when loading)
-    :param n_workers: extra worker processes that search shares of each batch with a copy of the policy (0: search in
-        this process only). The results do not depend on it; callbacks see the share searched in this process.
-    :param parallel_backend: where the ``n_workers`` search: ``"process"`` (processes on this machine) or ``"ray"``
-        (Ray actors on the cluster named by ``RAY_ADDRESS``, else on a local Ray instance; ``pip install
-        sb3-dirpg[ray]``). The results do not depend on it.
+    :param n_workers: extra workers that search shares of each batch with a copy of the policy (0: search in this
+        process only): a count of worker processes on this machine, or ``{"ray": k}`` for ``k`` Ray actors on the
+        cluster named by ``RAY_ADDRESS``, else on a local Ray instance (``pip install sb3-dirpg[ray]``; a
+        :class:`~sb3_dirpg.dirpg.workers.SearchWorkers`). The results do not depend on it; callbacks see the share
+        searched in this process.
     :param simulator_backend: what steps the search's states: ``"env"`` the sub-envs, ``"compiled"`` a compiled copy
         of their dynamics on array-held states (MiniGrid), ``"auto"`` the compiled one where it fits. The results do not
         depend on it
@@ -156,16 +163,15 @@ class DirPG(BatchSearch, SimulatorAlgorithm):
         verbose: int = 0,
         device: th.device | str = "auto",
         _init_setup_model: bool = True,
-        n_workers: int = 0,
-        parallel_backend: str = "process",
+        n_workers: int | dict[str, int] | SearchWorkers = 0,
         simulator_backend: str = "auto",
         ema_decay: float | None = None,
     ) -> None:
         # every setting is checked on its own by check_setting (as when it is assigned later), then together
-        settings = dict(epsilon=epsilon, search_budget=search_budget, lookahead=lookahead, n_epochs=n_epochs, prune=prune,
-                        n_workers=n_workers, parallel_backend=parallel_backend)  # fmt: skip
+        settings = dict(epsilon=epsilon, search_budget=search_budget, lookahead=lookahead, n_epochs=n_epochs, prune=prune)
         for name, value in settings.items():
             self.check_setting(name, value)
+        n_workers = self.check_setting("n_workers", n_workers)
         stop, priority = self.check_setting("stop", stop), self.check_setting("priority", priority)
         check_astar_heuristic(priority, heuristic)
         check_refining(stop, search_budget)
@@ -181,7 +187,6 @@ class DirPG(BatchSearch, SimulatorAlgorithm):
         self._lookahead = Lookahead()
         self.searched_batch: SearchShare | None = None  # what collect_rollouts searched for train (not saved)
         self.n_workers = n_workers
-        self.parallel_backend = parallel_backend
         self.epsilon = epsilon
         self.search_budget = search_budget
         self.priority = priority
@@ -210,13 +215,13 @@ class DirPG(BatchSearch, SimulatorAlgorithm):
             simulator_backend=simulator_backend,
             ema_decay=ema_decay,
         )
-        if self.n_workers > 0 and self.env is not None:
-            check_worker_payload(strip_monitor(self.env.unwrapped.envs[0]), self.heuristic, self.n_workers)
+        if self.n_workers.count > 0 and self.env is not None:
+            check_worker_payload(strip_monitor(self.env.unwrapped.envs[0]), self.heuristic, self.n_workers.count)
         self._warn_breadth_first()
 
     def __setattr__(self, name: str, value: Any) -> None:
         """Check a setting as the constructor does (see :meth:`SimulatorAlgorithm.__setattr__`); a change of
-        ``n_workers`` or ``parallel_backend`` stops the running search workers (the next batch starts new ones).
+        ``n_workers`` stops the running search workers (the next batch starts new ones).
 
         :param name: the attribute
         :param value: its new value
@@ -225,10 +230,10 @@ class DirPG(BatchSearch, SimulatorAlgorithm):
         if name in FORMER_SETTINGS:
             raise ValueError(f"DirPG: {name} is no setting since this release: {FORMER_SETTINGS[name]}")
         super().__setattr__(name, value)
-        if name in ("n_workers", "parallel_backend") and getattr(self, "_worker_pool", None) is not None:
+        if name == "n_workers" and getattr(self, "_worker_pool", None) is not None:
             self.close_workers()
-        if name == "n_workers" and self.n_workers > 0 and getattr(self, "simulator", None) is not None:
-            check_worker_payload(strip_monitor(self.env.unwrapped.envs[0]), self.heuristic, self.n_workers)
+        if name == "n_workers" and self.n_workers.count > 0 and getattr(self, "simulator", None) is not None:
+            check_worker_payload(strip_monitor(self.env.unwrapped.envs[0]), self.heuristic, self.n_workers.count)
 
     def check_settings(self) -> None:
         """Check the settings that depend on each other, as the constructor does (attribute assignment checks each
@@ -247,8 +252,8 @@ class DirPG(BatchSearch, SimulatorAlgorithm):
     def _simulators_rebuilt(self) -> None:
         """A setting the simulators are built with changed: the search workers start again with it, and the batches
         searched ahead are searched again."""
-        if self.n_workers > 0:
-            check_worker_payload(strip_monitor(self.env.unwrapped.envs[0]), self.heuristic, self.n_workers)
+        if self.n_workers.count > 0:
+            check_worker_payload(strip_monitor(self.env.unwrapped.envs[0]), self.heuristic, self.n_workers.count)
         self.close_workers()
         self._lookahead.forget_searches()
 
@@ -352,7 +357,7 @@ class DirPG(BatchSearch, SimulatorAlgorithm):
         dropped = {name: value for name, value in settings.items() if name in DROPPED_SETTINGS}
         if dropped:
             raise ValueError(dropped_settings_message(dropped, owner).replace(", which were ignored", ""))
-        return replace_legacy_priority(replace_legacy_flags(settings, owner), owner)
+        return replace_legacy_backend(replace_legacy_priority(replace_legacy_flags(settings, owner), owner), owner)
 
     def _after_load(self, overrides: dict[str, Any]) -> None:
         """A model saved by an earlier release gets the stopping rule its flags spelled, and loses the settings this
@@ -368,6 +373,10 @@ class DirPG(BatchSearch, SimulatorAlgorithm):
         if isinstance(self.priority, str) and "priority" not in overrides:  # saved before the priority rule
             self.priority = replace_legacy_priority({"priority": self.priority, **legacy}, "DirPG.load (a model saved by "
                                                     "an earlier release)")["priority"]  # fmt: skip
+        if not isinstance(self.n_workers, SearchWorkers) and "n_workers" not in overrides:  # saved before SearchWorkers
+            saved = {"n_workers": self.n_workers, "parallel_backend": self.__dict__.pop("parallel_backend", "process")}
+            self.n_workers = replace_legacy_backend(saved, "DirPG.load (a model saved by an earlier release)")["n_workers"]
+        self.__dict__.pop("parallel_backend", None)
         dropped = {name: self.__dict__.pop(name) for name in DROPPED_SETTINGS if name in self.__dict__}
         if dropped:
             owner = "DirPG.load (a model saved by an earlier release; they are ignored)"
@@ -564,9 +573,9 @@ class DirPG(BatchSearch, SimulatorAlgorithm):
         :param env: the new env
         :param force_reset: see SB3
         """
-        if self.n_workers > 0:
+        if self.n_workers.count > 0:
             env = self._wrap_env(env, self.verbose)
-            check_worker_payload(strip_monitor(env.unwrapped.envs[0]), self.heuristic, self.n_workers)
+            check_worker_payload(strip_monitor(env.unwrapped.envs[0]), self.heuristic, self.n_workers.count)
         super().set_env(env, force_reset=force_reset)
         self._lookahead.forget_searches()
         self.close_workers()
@@ -594,9 +603,8 @@ class DirPG(BatchSearch, SimulatorAlgorithm):
         if self._worker_pool is None:
             env = strip_monitor(self.env.unwrapped.envs[0])
             self._worker_pool = make_search_pool(
-                self.parallel_backend, env, self.heuristic, self.policy, self._obs_transform, self.n_workers,
-                self.simulator_backend,
-            )  # fmt: skip
+                self.n_workers, env, self.heuristic, self.policy, self._obs_transform, self.simulator_backend
+            )
         return self._worker_pool
 
     def close_workers(self, wait: bool = True) -> None:

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from sb3_dirpg.common.simulator_algorithm import yaml_number_hint
-from sb3_dirpg.dirpg.workers import check_parallel_backend
+from sb3_dirpg.dirpg.workers import search_workers
 from sb3_dirpg.search.config import check_flag
 from sb3_dirpg.search.priority import Priority, priority_rule
 from sb3_dirpg.search.protocols import Heuristic
@@ -139,12 +139,6 @@ def _check_n_epochs(algo: str, value: Any) -> int:
     return int(value)
 
 
-def _check_n_workers(algo: str, value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or int(value) != value or value < 0:
-        raise ValueError(f"{algo}: n_workers must be a non-negative integer number of processes, got {value!r}")
-    return int(value)
-
-
 def _flag(name: str) -> Any:
     """:param name: the flag
     :return: its check"""
@@ -159,7 +153,6 @@ SETTING_CHECKS: dict[str, Any] = {
     "priority": lambda algo, value: priority_rule(value, algo),
     "lookahead": _check_lookahead,
     "n_epochs": _check_n_epochs,
-    "n_workers": _check_n_workers,
-    "parallel_backend": lambda algo, value: check_parallel_backend(value),
+    "n_workers": lambda algo, value: search_workers(value, algo),
     **{name: _flag(name) for name in FLAGS},
 }

@@ -63,6 +63,7 @@ from sb3_dirpg.common.callbacks import (
 )
 from sb3_dirpg.dirpg import DirPG
 from sb3_dirpg.dirpg.settings import DROPPED_SETTINGS, dropped_settings_message
+from sb3_dirpg.dirpg.workers import replace_legacy_backend
 from sb3_dirpg.envs.minigrid import MiniGridCNN
 from sb3_dirpg.envs.minigrid.setting import completed_entry, minigrid_setting
 from sb3_dirpg.integrations.zoo_samplers import CONVERTERS, SAMPLERS, apply_to_entry
@@ -288,8 +289,9 @@ def prepare_hyperparams(hyperparams: dict[str, Any]) -> dict[str, Any]:
     :param hyperparams: the entry, as read from the YAML file and overridden from the command line
     :return: a new dict
     """
-    out = replace_legacy_priority(replace_legacy_flags(refining_as_callback(hyperparams), "the hyperparameters"),
-                                  "the hyperparameters")
+    owner = "the hyperparameters"
+    out = replace_legacy_flags(refining_as_callback(hyperparams), owner)
+    out = replace_legacy_backend(replace_legacy_priority(out, owner), owner)
     dropped = {name: value for name, value in out.items() if name in DROPPED_SETTINGS}
     if dropped:
         raise ValueError(dropped_settings_message(dropped, "the hyperparameters"))
