@@ -12,7 +12,7 @@ import pytest
 
 from sb3_dirpg import DirPG
 from sb3_dirpg.dirpg import RefineOnSuccess
-from sb3_dirpg.dirpg.settings import DROPPED_SETTINGS
+from sb3_dirpg.dirpg.earlier_releases import DROPPED_SETTINGS
 from sb3_dirpg.integrations.zoo import algorithm_kwargs, entry_callbacks
 from sb3_dirpg.search.stopping import SuccessStop
 from tests.helpers import chain

@@ -9,12 +9,16 @@ docs' table (:func:`markdown_table`, ``python -m sb3_dirpg.dirpg.settings``) and
 
 from __future__ import annotations
 
+import inspect
 import textwrap
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["GROUPS", "Setting", "markdown_table", "parameters_doc", "search_fields", "setting_checks"]
+__all__ = ["GROUPS", "REQUIRED", "Setting", "markdown_table", "parameters_doc", "search_fields", "setting_checks"]
+
+#: the default of an argument without one (``policy``, ``env``), as :mod:`inspect` writes it
+REQUIRED = inspect.Parameter.empty
 
 #: what each group of settings is about, in the order the docs list them
 GROUPS = {
@@ -93,8 +97,14 @@ def markdown_table(table: Sequence[Setting]) -> str:
         if not members:
             continue
         rows += ["", f"**{group}**: {about}", "", "| setting | default | what it does |", "| --- | --- | --- |"]
-        rows += [f"| `{s.name}` | `{s.default!r}` | {_markdown(s.doc)} |" for s in members]
+        rows += [f"| `{s.name}` | {_default(s.default)} | {_markdown(s.doc)} |" for s in members]
     return "\n".join(rows).strip() + "\n"
+
+
+def _default(value: Any) -> str:
+    """:param value: a setting's default
+    :return: it in a Markdown table cell"""
+    return "required" if value is REQUIRED else f"`{value!r}`"
 
 
 def _markdown(doc: str) -> str:

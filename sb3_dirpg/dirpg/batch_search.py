@@ -12,6 +12,8 @@ from stable_baselines3.common.callbacks import BaseCallback
 
 from sb3_dirpg.dirpg.lookahead import DrawnBatch
 from sb3_dirpg.dirpg.update import SearchShare, merge_shares, split_share
+from sb3_dirpg.dirpg.workers import SearchPool, make_search_pool
+from sb3_dirpg.simulator import strip_monitor
 
 __all__ = ["BatchSearch"]
 
@@ -111,3 +113,39 @@ class BatchSearch:
             return None, 0
         counted = 1 if own.seeds and callback is not None else 0
         return merge_shares(shares), sum(ep.interactions for share in shares[counted:] for ep in share.episodes)
+
+    @property
+    def worker_pool(self) -> SearchPool | None:
+        """The running search workers, read-only: they start with the first batch of ``learn`` when ``n_workers > 0``,
+        and stop at :meth:`close_workers`, :meth:`set_env` or an exception during a batch (the next batch starts new ones).
+
+        :return: the pool (a :class:`~sb3_dirpg.dirpg.workers.SearchWorkerPool` or a
+            :class:`~sb3_dirpg.dirpg.workers.ray_actors.RaySearchPool`), or None
+        """
+        return self._worker_pool
+
+    def start_workers(self) -> SearchPool:
+        """Start the search workers (``n_workers`` processes or Ray actors) unless they run; start new ones when one of
+        their processes has exited (a Ctrl-C reaches the workers too).
+
+        :return: the running pool
+        """
+        if self._worker_pool is not None and not self._worker_pool.alive:
+            if self.verbose >= 1:
+                print("DirPG: a search worker process has exited; starting new workers")
+            self.close_workers(wait=False)
+        if self._worker_pool is None:
+            env = strip_monitor(self.env.unwrapped.envs[0])
+            self._worker_pool = make_search_pool(
+                self.n_workers, env, self.heuristic, self.policy, self._obs_transform, self.simulator_backend
+            )
+        return self._worker_pool
+
+    def close_workers(self, wait: bool = True) -> None:
+        """Stop the search workers, processes or Ray actors (they start again at the next ``learn``).
+
+        :param wait: let the workers finish a running search first (False terminates them at once)
+        """
+        if self._worker_pool is not None:
+            pool, self._worker_pool = self._worker_pool, None
+            pool.close(wait=wait)

@@ -1,5 +1,7 @@
-"""DirPG's settings: their checks, by name (run by the constructor, on assignment and after ``load``), and the checks
-of :meth:`~sb3_dirpg.dirpg.DirPG.solve`'s arguments."""
+"""DirPG's settings, each declared once in :data:`SETTINGS` (name, default, doc, group, check, how the search reads it),
+and the checks of :meth:`~sb3_dirpg.dirpg.DirPG.solve`'s arguments.
+
+``python docs/scripts/settings_page.py`` prints the docs' page of the settings (``docs/settings.md``)."""
 
 from __future__ import annotations
 
@@ -8,7 +10,8 @@ from typing import Any
 
 import numpy as np
 
-from sb3_dirpg.common.simulator_algorithm import yaml_number_hint
+from sb3_dirpg.common.settings import REQUIRED, Setting, setting_checks
+from sb3_dirpg.common.simulator_algorithm import SimulatorAlgorithm, yaml_number_hint
 from sb3_dirpg.dirpg.workers import search_workers
 from sb3_dirpg.search.config import check_flag
 from sb3_dirpg.search.priority import Priority, priority_rule
@@ -16,8 +19,8 @@ from sb3_dirpg.search.protocols import Heuristic
 from sb3_dirpg.search.stopping import StopRule, SuccessStop, stop_rule
 
 __all__ = [
-    "DROPPED_SETTINGS", "FLAGS", "SETTING_CHECKS", "HeuristicViolationWarning", "check_astar_heuristic", "check_refining",
-    "check_seeds", "dropped_settings_message",
+    "FLAGS", "SETTINGS", "SETTING_CHECKS", "HeuristicViolationWarning", "check_astar_heuristic", "check_refining",
+    "check_seeds",
 ]  # fmt: skip
 
 #: DirPG's bool flags (a string such as "false" is refused: it is truthy)
@@ -27,30 +30,6 @@ FLAGS = ("prune",)
 class HeuristicViolationWarning(UserWarning):
     """A complete trajectory broke the heuristic's bound: pruning is switched off for the rest of training.
     ``warnings.simplefilter("error", HeuristicViolationWarning)`` makes it an error."""
-
-
-#: the settings of earlier releases that this one dropped or moved out of the model, and what to do instead
-DROPPED_SETTINGS = {
-    "refine_from": "the switch to refining is the callback sb3_dirpg.dirpg.RefineOnSuccess(success_rate, settings): pass "
-    "it to learn() (in a hyperparameter file, under callback:)",
-    "refine_settings": "they are RefineOnSuccess's settings",
-    "refine_started_at": "RefineOnSuccess keeps started_at",
-    "greedy_coef": "the greedy contrast is gone; the one MiniGrid setting keeps greedy success at sampled success without "
-    "it (stop={'success': {'refine': 100}})",
-    "ent_coef": "the entropy bonus is gone (no entry used it)",
-    "clip_range": "the further epochs (n_epochs) clip at PPO's 0.2",
-    "update_per_episode": "one optimizer step per map is batch_episodes=1",
-    "strict_heuristic": "warnings.simplefilter('error', HeuristicViolationWarning) turns the warning into an error",
-    "compiled_loop": "the search's own setting, SearchConfig(compiled_loop=...): model.search_config(compiled_loop=False)",
-}
-
-
-def dropped_settings_message(settings: dict[str, Any], owner: str) -> str:
-    """:param settings: dropped settings by name, with their values
-    :param owner: who read them, for the message
-    :return: the message naming each and what to do instead"""
-    named = "; ".join(f"{name}={value!r}: {DROPPED_SETTINGS[name]}" for name, value in settings.items())
-    return f"{owner}: this release dropped or moved these settings: {named}"
 
 
 def check_seeds(seeds: Any) -> list[int]:
@@ -145,14 +124,284 @@ def _flag(name: str) -> Any:
     return lambda algo, value: check_flag(name, value, algo)
 
 
-#: DirPG's own settings and their checks (on top of :class:`~sb3_dirpg.common.simulator_algorithm.SimulatorAlgorithm`'s)
-SETTING_CHECKS: dict[str, Any] = {
-    "epsilon": _check_epsilon,
-    "search_budget": _check_search_budget,
-    "stop": lambda algo, value: stop_rule(value, algo),
-    "priority": lambda algo, value: priority_rule(value, algo),
-    "lookahead": _check_lookahead,
-    "n_epochs": _check_n_epochs,
-    "n_workers": lambda algo, value: search_workers(value, algo),
-    **{name: _flag(name) for name in FLAGS},
-}
+def _priority_fields(priority: Priority) -> dict[str, Any]:
+    """:param priority: the ``priority`` setting
+    :return: the search's fields it gives"""
+    return {"priority": priority.name, "alpha": priority.alpha, "depth_first": priority.depth_first}
+
+
+#: the checks of the settings that DirPG shares with the other simulator algorithms
+BASE_CHECKS = SimulatorAlgorithm.SETTING_CHECKS
+
+#: DirPG's settings, in the order of its constructor's arguments (a test holds the signature to it)
+SETTINGS: tuple[Setting, ...] = (
+    Setting(
+        "policy",
+        REQUIRED,
+        (
+            "policy class or alias (``MlpPolicy``, ``CnnPolicy``, ``MultiInputPolicy``)"
+        ),
+        "sb3",
+    ),
+    Setting(
+        "env",
+        REQUIRED,
+        (
+            "env, DummyVecEnv or registered env id"
+        ),
+        "sb3",
+    ),
+    Setting(
+        "learning_rate",
+        0.001,
+        (
+            "learning rate or schedule"
+        ),
+        "update",
+        check=BASE_CHECKS["learning_rate"],
+    ),
+    Setting(
+        "epsilon",
+        1.0,
+        (
+            "ε of the direct objective, non-zero: > 0 seeks controllable risk, < 0 avoids it, → 0 is the plain "
+            "policy gradient"
+        ),
+        "algorithm",
+        check=_check_epsilon,
+        search="epsilon",
+    ),
+    Setting(
+        "search_budget",
+        100,
+        (
+            "environment interactions allowed per episode for the ``a_dir`` search, after ``a_opt``"
+        ),
+        "search",
+        check=_check_search_budget,
+        search="budget",
+    ),
+    Setting(
+        "priority",
+        'gumbel',
+        (
+            "the order in which the ``a_dir`` search pops regions (:mod:`sb3_dirpg.search.priority`): "
+            "``\"gumbel\"`` (priority ``G``), ``\"astar\"`` or ``AStarPriority(alpha=0.5)`` (priority ``G + ε·(L "
+            "+ α·U)`` with the heuristic's bound ``U``, ``alpha`` in [0, 1], 1 is A*), in YAML ``{\"astar\": "
+            "{\"alpha\": 0.5}}``. Either may take ``depth_first=True``: follow every popped region's sampled "
+            "child chain to the end of a trajectory before popping another (the authors' depth-first option; "
+            "every pop then completes a trajectory)"
+        ),
+        "search",
+        check=lambda algo, value: priority_rule(value, algo),
+        search=_priority_fields,
+    ),
+    Setting(
+        "heuristic",
+        None,
+        (
+            "``heuristic(env) -> upper`` or ``(lower, upper)``: bounds on the discounted return-to-go from the "
+            "env's current state (discounted from that state); used for the ``\"astar\"`` priority and for "
+            "pruning. An infinite bound (unknown) prunes nothing and adds nothing to the priority "
+            "(docs/heuristics.md)"
+        ),
+        "search",
+        check=BASE_CHECKS["heuristic"],
+    ),
+    Setting(
+        "prune",
+        True,
+        (
+            "drop regions whose bound on ``D`` cannot beat the best ``D`` so far (needs an admissible heuristic). "
+            "Every complete trajectory is checked against the bounds on its path: when one is violated, a "
+            ":class:`HeuristicViolationWarning` names the depth and the gap (once per model) and pruning is "
+            "switched off for the rest of training (``warnings.simplefilter(\"error\", "
+            "HeuristicViolationWarning)`` makes it an error)"
+        ),
+        "search",
+        check=_flag("prune"),
+    ),
+    Setting(
+        "stop",
+        'improvement',
+        (
+            "when an episode's search ends before its budget (:mod:`sb3_dirpg.search.stopping`): "
+            "``\"improvement\"`` (at the first trajectory with ``D > D(a_opt)``, appendix C), ``\"budget\"`` "
+            "(never: ``a_dir`` is the exact argmax when the budget suffices), ``\"success\"`` (at the first "
+            "trajectory that ends in success, ``info[\"is_success\"]``, the authors' \"break on goal\"; the "
+            "budget left is neither spent nor counted in ``num_timesteps``), a rule object such as "
+            "``SuccessStop(refine=100)`` (where ``a_opt`` itself succeeds, search on for up to 100 interactions "
+            "for a larger ``D``, a shorter success, and stop at the first one, instead of stopping at once with a "
+            "zero update; beyond the paper, docs/algorithm.md), or its YAML spelling ``{\"success\": {\"refine\": "
+            "100}}``"
+        ),
+        "search",
+        check=lambda algo, value: stop_rule(value, algo),
+        search="stop",
+    ),
+    Setting(
+        "batch_episodes",
+        None,
+        (
+            "episodes searched in lockstep per update (None: ``max(8, n_envs)``)"
+        ),
+        "update",
+        check=BASE_CHECKS["batch_episodes"],
+    ),
+    Setting(
+        "n_epochs",
+        1,
+        (
+            "optimizer steps on each batch's update steps (beyond the paper; docs/algorithm.md). The first is "
+            "DirPG's update; each further one steps along PPO's clipped surrogate with the advantage +1 on "
+            "``a_dir``'s steps and -1 on ``a_opt``'s, so that a step stops pushing once its probability ratio to "
+            "the searched policy leaves ``[1 - CLIP_RANGE, 1 + CLIP_RANGE]`` (PPO's 0.2). 1 (the default) is the "
+            "paper's estimator"
+        ),
+        "update",
+        check=_check_n_epochs,
+    ),
+    Setting(
+        "lookahead",
+        1,
+        (
+            "search up to this many batches at once, in lockstep, and commit them one at a time; the algorithm "
+            "does not change (only the policy is evaluated on batches of other sizes, which may round differently "
+            "in the last bit). A batch whose update is zero leaves the policy as it was, so the next batch's "
+            "search with it is the one it would have had anyway; after a batch that updates, the batches searched "
+            "ahead are searched again with the new policy (same seeds and noise). The number searched at once "
+            "follows the share of recent batches that updated (late in training, with ``stop=\"success\"``, few "
+            "do). Searches thrown away are not counted in ``num_timesteps``; the callback is called once per "
+            "committed batch"
+        ),
+        "run",
+        check=_check_lookahead,
+    ),
+    Setting(
+        "max_episode_steps",
+        None,
+        (
+            "cut trajectories after this many steps (needed when the env has no time limit; a value above the "
+            "env's own limit is warned about, and ``horizon`` reports the smaller)"
+        ),
+        "algorithm",
+        check=BASE_CHECKS["max_episode_steps"],
+    ),
+    Setting(
+        "gamma",
+        1.0,
+        (
+            "discount of the return ``R``"
+        ),
+        "algorithm",
+        check=BASE_CHECKS["gamma"],
+        search="gamma",
+    ),
+    Setting(
+        "max_grad_norm",
+        None,
+        (
+            "clip the gradient norm of each update, or None"
+        ),
+        "update",
+        check=BASE_CHECKS["max_grad_norm"],
+    ),
+    Setting(
+        "policy_kwargs",
+        None,
+        (
+            "keyword arguments of the policy (``net_arch``, ``features_extractor_class``, ``optimizer_class``, "
+            "...)"
+        ),
+        "sb3",
+    ),
+    Setting(
+        "stats_window_size",
+        100,
+        (
+            "episodes averaged in ``rollout/`` statistics"
+        ),
+        "sb3",
+    ),
+    Setting(
+        "tensorboard_log",
+        None,
+        (
+            "tensorboard log folder, or None"
+        ),
+        "sb3",
+    ),
+    Setting(
+        "seed",
+        None,
+        (
+            "seed of the policy initialisation, the episode seeds and the search noise"
+        ),
+        "sb3",
+    ),
+    Setting(
+        "verbose",
+        0,
+        (
+            "0 silent, 1 training logs, 2 debug"
+        ),
+        "sb3",
+    ),
+    Setting(
+        "device",
+        'auto',
+        (
+            "torch device"
+        ),
+        "sb3",
+    ),
+    Setting(
+        "_init_setup_model",
+        True,
+        (
+            "build the networks now (False when loading)"
+        ),
+        "sb3",
+    ),
+    Setting(
+        "n_workers",
+        0,
+        (
+            "extra workers that search shares of each batch with a copy of the policy (0: search in this process "
+            "only): a count of worker processes on this machine, or ``{\"ray\": k}`` for ``k`` Ray actors on the "
+            "cluster named by ``RAY_ADDRESS``, else on a local Ray instance (``pip install sb3-dirpg[ray]``; a "
+            ":class:`~sb3_dirpg.dirpg.workers.SearchWorkers`). The results do not depend on it; callbacks see the "
+            "share searched in this process."
+        ),
+        "run",
+        check=lambda algo, value: search_workers(value, algo),
+    ),
+    Setting(
+        "simulator_backend",
+        'auto',
+        (
+            "what steps the search's states: ``\"env\"`` the sub-envs, ``\"compiled\"`` a compiled copy of their "
+            "dynamics on array-held states (MiniGrid), ``\"auto\"`` the compiled one where it fits. The results "
+            "do not depend on it"
+        ),
+        "run",
+        check=BASE_CHECKS["simulator_backend"],
+    ),
+    Setting(
+        "ema_decay",
+        None,
+        (
+            "act in :meth:`predict` with an exponential moving average of the policy's weights, moved after every "
+            "optimizer step with this decay (e.g. 0.999), instead of the trained weights; the search, the updates "
+            "and :meth:`solve` use the trained policy. It steadies the greedy policy, whose argmax may flip at a "
+            "few decisive states from one update to the next (beyond the paper; docs/algorithm.md). None (the "
+            "default): the trained policy"
+        ),
+        "update",
+        check=BASE_CHECKS["ema_decay"],
+    ),
+)
+
+
+#: the checks of DirPG's settings, by name (run by the constructor, on assignment and in ``load``)
+SETTING_CHECKS: dict[str, Any] = setting_checks(SETTINGS)

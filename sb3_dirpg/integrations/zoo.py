@@ -62,7 +62,7 @@ from sb3_dirpg.common.callbacks import (
     InteractionSchedule,
 )
 from sb3_dirpg.dirpg import DirPG
-from sb3_dirpg.dirpg.settings import DROPPED_SETTINGS, dropped_settings_message
+from sb3_dirpg.dirpg.earlier_releases import DROPPED_SETTINGS, dropped_settings_message
 from sb3_dirpg.dirpg.workers import replace_legacy_backend
 from sb3_dirpg.envs.minigrid import MiniGridCNN
 from sb3_dirpg.envs.minigrid.setting import completed_entry, minigrid_setting
