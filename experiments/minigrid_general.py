@@ -179,7 +179,8 @@ def summarize(runs: Path, envs: Sequence[str], methods: Sequence[str]) -> dict[s
     out: dict[str, Any] = {}
     for env_id in envs:
         for method in methods:
-            cells = sorted((runs / env_id).glob(f"{method}-s*/record.json")) if (runs / env_id).is_dir() else []
+            cells = sorted(path for path in (runs / env_id).glob(f"{method}-s*/record.json")
+                           if path.parent.name.rsplit("-s", 1)[0] == method)  # not METHOD-sTAG's cells  # fmt: skip
             seeds = []
             for path in cells:
                 record = json.loads(path.read_text())

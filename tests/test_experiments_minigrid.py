@@ -370,10 +370,11 @@ def test_minigrid_general_variants_write_their_own_cells_and_the_report_covers_e
 
     record(env_id, "dirpg-eps1-s0", [(0, 0.0, 0.0), (500, 0.95, 0.92), (1000, 1.0, 1.0)])
     record(env_id, "dirpg-s0", [(0, 0.0, 0.0), (500, 0.5, 0.95), (1000, 0.91, 0.97)])
+    record(env_id, "dirpg-stack4-s0", [(0, 0.0, 0.0), (1000, 0.3, 0.2)])  # a tag that starts as a seed's name
     record("MiniGrid-LavaGapS6-v0", "ppo-s1", [(0, 0.0, 0.0), (1000, 0.2, 0.1)])
-    assert general.labels_present(runs, [env_id, "MiniGrid-LavaGapS6-v0"]) == ["dirpg", "ppo", "dirpg-eps1"]
+    assert general.labels_present(runs, [env_id, "MiniGrid-LavaGapS6-v0"]) == ["dirpg", "ppo", "dirpg-eps1", "dirpg-stack4"]
     summary = general.main(["--report", "--out", str(tmp_path), "--envs", env_id])
-    assert set(summary) == {env_id} and set(summary[env_id]) == {"dirpg", "dirpg-eps1"}
+    assert set(summary) == {env_id} and set(summary[env_id]) == {"dirpg", "dirpg-eps1", "dirpg-stack4"}
     assert [(s["sampled"], s["greedy"]) for s in summary[env_id]["dirpg"]] == [(1000, 500)]
     everything = json.loads((tmp_path / "minigrid_general.json").read_text())
     assert set(everything) == {env_id, "MiniGrid-LavaGapS6-v0"}

@@ -77,12 +77,17 @@ def test_the_rule_reads_the_env() -> None:
     assert "keep_done" in go_to_door.env_wrapper[-3][_path(MiniGridNoOpMask)]["rules"]
     memory = minigrid_setting("MiniGrid-MemoryS7-v0")  # its pickup toggles instead: not MiniGrid's rules
     assert not memory.facts.minigrid_dynamics and any("no action masks" in note for note in memory.notes)
+    # its mission needs a memory of the first view, which the setting's policy lacks: a note says so
+    assert memory.facts.memory and any(note.startswith("no memory") for note in memory.notes)
+    red_blue = minigrid_setting("MiniGrid-RedBlueDoors-8x8-v0")
+    assert red_blue.facts.memory and any(note.startswith("no memory") for note in red_blue.notes)
     obstacles = minigrid_setting("MiniGrid-Dynamic-Obstacles-6x6-v0")  # three actions: no masks
     assert not obstacles.facts.masks and obstacles.facts.known_success
     # its obstacles move at random: the search sees one map's draws, so epsilon is 1 there, 5 elsewhere
     assert obstacles.facts.random_steps and obstacles.algorithm["epsilon"] == RANDOM_STEPS_EPSILON == 1.0
     assert any("epsilon 1.0, not 5.0" in note for note in obstacles.notes)
     assert not any(setting.facts.random_steps for setting in (doorkey, put_near, go_to_door, memory))
+    assert not any(setting.facts.memory for setting in (doorkey, put_near, go_to_door, obstacles))
     playground = minigrid_setting("MiniGrid-Playground-v0")
     assert not playground.facts.known_success and any("no progress reward" in note for note in playground.notes)
     assert "MiniGridBound" in next(iter(playground.heuristic))

@@ -19,7 +19,9 @@ The rule reads the env after a few seeded resets (:data:`PROBE_SEEDS`); no numbe
   known to hold, keeping ``done`` where it ends an episode;
 * **mission**: :class:`~sb3_dirpg.envs.MissionObs` and two mission gates in the network where the mission changes from
   one reset to the next (Fetch, GoToDoor, PutNear, LockedRoom, KeyCorridor, ...): then the view alone does not say
-  what to do.
+  what to do;
+* **memory**: none; where the mission kind needs one (:func:`memory_needed`: Memory, RedBlueDoors),
+  :attr:`MiniGridSetting.notes` says so.
 
 Everything else is :data:`ALGORITHM_SETTING`, the same for every env.
 """
@@ -109,6 +111,7 @@ class EnvFacts:
     :param missions: the distinct missions of the probe resets
     :param random_steps: whether its ``step`` draws from the env's randomness (:func:`steps_randomly`: Dynamic-Obstacles
         moves its obstacles at random)
+    :param memory: why its mission needs a memory of earlier views (:func:`memory_needed`), or "" where one view does
     """
 
     env_id: str
@@ -121,6 +124,7 @@ class EnvFacts:
     reads_done: bool
     missions: tuple[str, ...]
     random_steps: bool = False
+    memory: str = ""
 
     @property
     def horizon(self) -> int:
@@ -240,9 +244,24 @@ def read_env(env_id: str, env_kwargs: dict[str, Any] | None = None) -> EnvFacts:
         dynamics, reads_done = steps_as_minigrid(base)
         random_steps = steps_randomly(base)
     facts = EnvFacts(env_id, int(base.width), int(base.height), int(base.max_steps), int(env.action_space.n), known,
-                     dynamics, reads_done, tuple(sorted(missions)), random_steps)  # fmt: skip
+                     dynamics, reads_done, tuple(sorted(missions)), random_steps, memory_needed(base))  # fmt: skip
     env.close()
     return facts
+
+
+def memory_needed(base: Any) -> str:
+    """The mission kinds in which what to do next depends on what the agent saw earlier, not on its view.
+
+    :param base: an unwrapped MiniGrid env
+    :return: why the env's mission needs a memory, or "" where one view says what to do next
+    """
+    from minigrid.envs import MemoryEnv, RedBlueDoorEnv
+
+    if isinstance(base, MemoryEnv):
+        return "the object to match is in view at the start only, and the two at the hallway's end look the same"
+    if isinstance(base, RedBlueDoorEnv):
+        return "the blue door must wait until the red one is open, which a view of the blue door does not show"
+    return ""
 
 
 def _world(base: Any) -> tuple[Any, ...]:
@@ -343,6 +362,9 @@ def minigrid_setting(env_id: str, env_kwargs: dict[str, Any] | None = None) -> M
         notes.append(f"epsilon {RANDOM_STEPS_EPSILON}, not {ALGORITHM_SETTING['epsilon']}: {env_id}'s step draws from the "
                      "env's randomness, which the search fixes for each map (seeded reset), so a large epsilon favours "
                      "the ways that only that map's draws let succeed")  # fmt: skip
+    if facts.memory:
+        notes.append(f"no memory: {env_id}'s mission needs one ({facts.memory}); the policy sees its current view only "
+                     "(a recurrent policy is not part of the setting), so its success stays below the search's")  # fmt: skip
     return MiniGridSetting(env_id, dict(env_kwargs or {}), wrappers, heuristic, algorithm, POLICY,
                            MISSION_GATES if facts.shows_mission else 0, facts, tuple(notes))  # fmt: skip
 
