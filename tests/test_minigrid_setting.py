@@ -21,6 +21,7 @@ from sb3_dirpg.envs.minigrid.setting import (
     RANDOM_STEPS_EPSILON,
     STEPS_PER_SIDE,
     _path,
+    is_minigrid_id,
     minigrid_setting,
     steps_as_minigrid,
 )
@@ -115,6 +116,39 @@ def test_the_zoo_entry_is_the_python_setting() -> None:
             assert type(from_zoo[key]) is type(value) and vars(from_zoo[key]) == vars(value)
         else:
             assert from_zoo[key] == value, key
+
+
+class OwnGridEnv(minigrid.envs.EmptyEnv):
+    """A user's own MiniGrid env, registered under an id of its own."""
+
+
+OWN_ID = "DirpgTests/OwnGrid-v0"
+
+
+def test_a_users_own_minigrid_env_is_told_from_its_registration() -> None:
+    """A subclass of ``MiniGridEnv`` under any id takes the setting; other envs, unknown ids and BabyAI's levels do not."""
+    if OWN_ID not in gym.registry:
+        gym.register(OWN_ID, entry_point=OwnGridEnv, kwargs={"size": 6})
+    assert is_minigrid_id(OWN_ID) and is_minigrid_id("MiniGrid-DoorKey-5x5-v0")
+    assert not any(map(is_minigrid_id, ("CartPole-v1", "BabyAI-GoToRedBall-v0", "Nowhere/Grid-v0")))
+    assert minigrid_setting(OWN_ID).algorithm["max_episode_steps"] == STEPS_PER_SIDE * (6 + 6)
+
+
+@pytest.mark.integration
+def test_the_bridge_trains_a_users_own_minigrid_env_with_the_setting(tmp_path: Path) -> None:
+    """``python -m sb3_dirpg.integrations.zoo train --env OWN_ID``, for a ``MiniGridEnv`` of a user's own under an id
+    that is not ``MiniGrid-*``, trains with the one setting instead of stopping with "Hyperparameters not found"."""
+    pytest.importorskip("rl_zoo3")
+    from sb3_dirpg.integrations.zoo import main
+
+    if OWN_ID not in gym.registry:
+        gym.register(OWN_ID, entry_point=OwnGridEnv, kwargs={"size": 6})
+    main(["train", "--env", OWN_ID, "-n", "300", "--seed", "0", "-f", str(tmp_path), "--device", "cpu",
+          "--eval-freq", "-1", "-params", "search_budget:30", "stop:dict(success=dict(refine=30))"])  # fmt: skip
+    (config,) = tmp_path.glob("dirpg/*/*/config.yml")
+    saved: dict[str, Any] = dict(yaml.load(config.read_text(), Loader=yaml.UnsafeLoader))
+    assert saved["search_budget"] == 30 and saved["max_episode_steps"] == STEPS_PER_SIDE * (6 + 6)
+    assert saved["policy"] == "MultiInputPolicy"
 
 
 @pytest.mark.integration

@@ -32,8 +32,8 @@ from rl_zoo3.utils import get_wrapper_class
 
 import sb3_dirpg  # noqa: F401  (registers the sb3_dirpg/ env ids)
 from sb3_dirpg.envs import SpanningTreeBanditEnv
-from sb3_dirpg.envs.minigrid.setting import completed_entry
-from sb3_dirpg.integrations.zoo import MINIGRID_PREFIX, ZOO_ALGOS, default_conf_file
+from sb3_dirpg.envs.minigrid.setting import completed_entry, is_minigrid_id
+from sb3_dirpg.integrations.zoo import ZOO_ALGOS, default_conf_file
 
 
 def train(algo: str, env_id: str, steps: int, folder: Path, params: list[str]) -> float:
@@ -51,7 +51,7 @@ def make_env(algo: str, env_id: str) -> gym.Env:
     """:return: the entry's env (its wrappers and env_kwargs), without rl-zoo3's Monitor; a DirPG MiniGrid entry without
     a ``policy`` is completed by the one MiniGrid setting, as the bridge completes it"""
     entry = yaml.safe_load(default_conf_file(algo).read_text()).get(env_id)
-    if algo == "dirpg" and env_id.startswith(MINIGRID_PREFIX):
+    if algo == "dirpg" and is_minigrid_id(env_id):
         entry = completed_entry(env_id, entry)
     env = gym.make(env_id, **entry.get("env_kwargs", {}))
     wrapper = get_wrapper_class(entry)

@@ -65,7 +65,7 @@ from sb3_dirpg.dirpg import DirPG
 from sb3_dirpg.dirpg.earlier_releases import DROPPED_SETTINGS, dropped_settings_message
 from sb3_dirpg.dirpg.workers import replace_legacy_backend
 from sb3_dirpg.envs.minigrid import MiniGridCNN
-from sb3_dirpg.envs.minigrid.setting import completed_entry, minigrid_setting
+from sb3_dirpg.envs.minigrid.setting import completed_entry, is_minigrid_id, minigrid_setting
 from sb3_dirpg.integrations.zoo_samplers import CONVERTERS, SAMPLERS, apply_to_entry
 from sb3_dirpg.search.priority import replace_legacy_priority
 from sb3_dirpg.search.protocols import Heuristic
@@ -78,8 +78,6 @@ MASKED_ZOO_ALGOS: dict[str, tuple[type[BaseAlgorithm], str]] = {"ppo_mask": (Mas
 # shipped inside the package (package data), so found from any folder and with a regular install
 HYPERPARAMS_DIR = Path(__file__).resolve().parents[1] / "zoo_hyperparams"
 RL_ZOO_SCRIPTS = ("train", "enjoy")
-#: the ids for which ``dirpg`` falls back to the one MiniGrid setting where the file has no entry
-MINIGRID_PREFIX = "MiniGrid-"
 # names a ``policy_kwargs`` or ``heuristic`` string may use, on top of those rl-zoo3 itself evaluates them with
 EVAL_NAMES: dict[str, Any] = {"MiniGridCNN": MiniGridCNN, "sb3_dirpg": sb3_dirpg, "nn": nn}
 
@@ -377,7 +375,9 @@ class DirPGExperimentManager(ExperimentManager):
         return super()._preprocess_hyperparams(hyperparams)
 
     def read_hyperparameters(self) -> tuple[dict[str, Any], dict[str, Any]]:
-        """rl-zoo3's reading of the entry; for ``dirpg`` on a ``MiniGrid-*`` id that the file has no entry for, or an
+        """rl-zoo3's reading of the entry; for ``dirpg`` on a MiniGrid id
+        (:func:`~sb3_dirpg.envs.minigrid.setting.is_minigrid_id`: ``MiniGrid-*``, or a user's own ``MiniGridEnv`` under
+        any id) that the file has no entry for, or an
         entry without a ``policy`` (only ``n_timesteps``, say), the entry is the one MiniGrid setting
         (:func:`~sb3_dirpg.envs.minigrid.setting.completed_entry`), written to a file of its own that rl-zoo3 then
         reads as it reads any (so ``-params``, ``--env-kwargs`` and the saved ``config.yml`` work as usual).
@@ -385,7 +385,7 @@ class DirPGExperimentManager(ExperimentManager):
         :return: rl-zoo3's hyperparameters and saved hyperparameters"""
         env_id, entries = self.env_name.gym_id, _yaml_entries(self.config)
         own = None if entries is None else entries.get(env_id)
-        if self.algo == "dirpg" and env_id.startswith(MINIGRID_PREFIX) and entries is not None and "policy" not in (own or {}):
+        if self.algo == "dirpg" and is_minigrid_id(env_id) and entries is not None and "policy" not in (own or {}):
             print(f"{env_id}: {'no entry' if own is None else 'an entry without a policy'} in {self.config}; completed "
                   "by the one MiniGrid setting of sb3_dirpg.envs.minigrid.setting")  # fmt: skip
             for note in minigrid_setting(env_id, self.env_kwargs).notes:

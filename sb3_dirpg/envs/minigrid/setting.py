@@ -36,6 +36,7 @@ from typing import Any
 import gymnasium as gym
 import minigrid  # noqa: F401  (registers MiniGrid's ids)
 import numpy as np
+from gymnasium.envs.registration import load_env_creator
 from minigrid.minigrid_env import MiniGridEnv
 
 from sb3_dirpg.envs.minigrid.action_mask import N_MINIGRID_ACTIONS, MiniGridNoOpMask
@@ -46,6 +47,10 @@ from sb3_dirpg.envs.minigrid.grid_bound import MiniGridBound, success_targets
 from sb3_dirpg.envs.minigrid.progress import MiniGridProgressBound, MiniGridProgressReward
 from sb3_dirpg.envs.minigrid.wrappers import DirectionImageObs, MiniGridShapedReward, MissionObs
 
+#: the prefix of minigrid's own ids
+MINIGRID_PREFIX = "MiniGrid-"
+#: the module of minigrid's BabyAI levels
+_BABYAI = "minigrid.envs.babyai"
 #: the env seeds the rule resets the env with to read it
 PROBE_SEEDS = range(8)
 #: the states of random play at which :func:`steps_as_minigrid` compares an env's step with MiniGrid's
@@ -210,6 +215,26 @@ class MiniGridSetting:
             "heuristic": dict(self.heuristic),
             **self.algorithm,
         }
+
+
+def is_minigrid_id(env_id: str) -> bool:
+    """Whether a registered id makes a MiniGrid env, read from its registration without making it: minigrid's
+    ``MiniGrid-*`` ids, and a user's own subclass of ``MiniGridEnv`` under any id. minigrid's BabyAI levels are left out
+    (their language missions are not covered by the setting).
+
+    :param env_id: an env id
+    :return: whether the one MiniGrid setting applies to it
+    """
+    if env_id.startswith(MINIGRID_PREFIX):
+        return True
+    spec = gym.registry.get(env_id)
+    if spec is None:
+        return False
+    try:
+        creator = load_env_creator(spec.entry_point) if isinstance(spec.entry_point, str) else spec.entry_point
+    except (ImportError, AttributeError):
+        return False
+    return isinstance(creator, type) and issubclass(creator, MiniGridEnv) and not creator.__module__.startswith(_BABYAI)
 
 
 def read_env(env_id: str, env_kwargs: dict[str, Any] | None = None) -> EnvFacts:
