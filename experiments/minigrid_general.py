@@ -75,6 +75,14 @@ SECOND_CHECK = (
     "MiniGrid-Dynamic-Obstacles-8x8-v0",
     "MiniGrid-MemoryS7-v0",
     "MiniGrid-ObstructedMaze-2Dl-v0",
+    "MiniGrid-Empty-Random-6x6-v0",
+    "MiniGrid-LavaGapS5-v0",
+    "MiniGrid-GoToDoor-6x6-v0",
+    "MiniGrid-Dynamic-Obstacles-5x5-v0",
+    "MiniGrid-SimpleCrossingS9N3-v0",
+    "MiniGrid-LavaCrossingS9N3-v0",
+    "MiniGrid-ObstructedMaze-1Dlhb-v0",
+    "MiniGrid-LavaCrossingS11N5-v0",
 )
 METHODS = ("dirpg", "ppo")
 BUDGET = 1_000_000
