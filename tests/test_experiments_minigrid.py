@@ -164,8 +164,8 @@ def test_frontier_curriculum_trains_on_the_wrappers_it_is_given(tmp_path: Path, 
 
 def test_frontier_target_wrappers_build_the_stages_with_the_targets_masks(tmp_path: Path) -> None:
     """``--target-wrappers``: a stage before the target trains and is evaluated on its own env, with the target entry's
-    wrappers (KeyCorridorS3R3's MiniGridNoOpMask; S3R2's entry has none); without it, with its own; a resume must say
-    the same."""
+    wrappers (MultiRoom-N12-S10's MiniGridNoOpMask; N6's entry, the paper's setting, has none); without it, with its
+    own; a resume must say the same."""
     import gymnasium as gym
 
     from experiments import frontier
@@ -178,7 +178,7 @@ def test_frontier_target_wrappers_build_the_stages_with_the_targets_masks(tmp_pa
             env = env.env
         return False
 
-    stage, target = "MiniGrid-KeyCorridorS3R2-v0", "MiniGrid-KeyCorridorS3R3-v0"
+    stage, target = "MiniGrid-MultiRoom-N6-v0", "MiniGrid-MultiRoom-N12-S10-v0"
     assert not has_mask(frontier._entry_env(stage)[1]) and has_mask(frontier._entry_env(target)[1])
     built: list[tuple[str, bool]] = []
     build = frontier._entry_env
