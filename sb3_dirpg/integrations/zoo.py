@@ -377,8 +377,8 @@ class DirPGExperimentManager(ExperimentManager):
     def read_hyperparameters(self) -> tuple[dict[str, Any], dict[str, Any]]:
         """rl-zoo3's reading of the entry; for ``dirpg`` on a MiniGrid id
         (:func:`~sb3_dirpg.envs.minigrid.setting.is_minigrid_id`: ``MiniGrid-*``, or a user's own ``MiniGridEnv`` under
-        any id) that the file has no entry for, or an
-        entry without a ``policy`` (only ``n_timesteps``, say), the entry is the one MiniGrid setting
+        any id) that the file has no entry for, or an entry without a ``policy`` (only ``n_timesteps``, say), the entry
+        is the one MiniGrid setting
         (:func:`~sb3_dirpg.envs.minigrid.setting.completed_entry`), written to a file of its own that rl-zoo3 then
         reads as it reads any (so ``-params``, ``--env-kwargs`` and the saved ``config.yml`` work as usual).
 
