@@ -3,8 +3,9 @@
 * ``overhead``, ``micro``, ``n6-rows``: ``VecSimulator.step`` alone (each row restores, steps, snapshots and calls the
   heuristic), with its input checks on and off (``VecSimulator.input_checks``), on a nearly free env, on CartPole and
   on MultiRoom-N6 with the shipped ``MultiRoomBound``;
-* ``n6``, ``n6-env``, ``cartpole``: ``DirPG.learn`` for a fixed number of interactions on fresh seeded models (the N6
-  entry of ``zoo_hyperparams/dirpg.yml`` on the compiled simulator and on the env, CartPole with DirPG's defaults), and
+* ``n6``, ``n6-env``, ``cartpole``: ``DirPG.learn`` for a fixed number of interactions on fresh seeded models (the
+  paper's N6 setting, the N6 entry until N6 took the one MiniGrid setting, on the compiled simulator and on the env,
+  CartPole with DirPG's defaults), and
   the construction of each model with and without the construction-time checks; both runs must reach the same
   parameters.
 
@@ -18,20 +19,18 @@ import statistics
 import time
 import warnings
 from collections.abc import Callable
-from importlib.resources import files
 from typing import Any
 
 import numpy as np
 import torch as th
-import yaml
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.vec_env import DummyVecEnv
 
+from experiments.multiroom_setup import MAX_STEPS, paper_model_kwargs
 from sb3_dirpg import DirPG
 from sb3_dirpg.common import simulator_algorithm
 from sb3_dirpg.common.vec_simulator import VecSimulator
 from sb3_dirpg.envs import make_minigrid_env
-from sb3_dirpg.integrations.zoo import algorithm_kwargs
 from sb3_dirpg.simulator.wrapper import SimulatorWrapper
 
 N6 = "MiniGrid-MultiRoom-N6-v0"
@@ -77,15 +76,15 @@ class Patched:
 # -- the settings ---------------------------------------------------------------------------------------------------
 
 
-def shipped_n6(backend: str) -> Callable[[], DirPG]:
+def paper_n6(backend: str) -> Callable[[], DirPG]:
     """:param backend: ``simulator_backend``
-    :return: a maker of DirPG with the N6 entry of zoo_hyperparams/dirpg.yml"""
-    entry = yaml.safe_load((files("sb3_dirpg") / "zoo_hyperparams" / "dirpg.yml").read_text())[N6]
-    kwargs = algorithm_kwargs(entry)
+    :return: a maker of DirPG with the paper's N6 setting (:data:`~experiments.multiroom_setup.DIRPG_PAPER_SHIPPED`, the
+        N6 entry of zoo_hyperparams/dirpg.yml until N6 took the one MiniGrid setting)"""
+    kwargs = paper_model_kwargs()
 
     def make() -> DirPG:
-        venv = make_vec_env(lambda: make_minigrid_env(N6, **entry["env_kwargs"]), n_envs=1, vec_env_cls=DummyVecEnv)
-        return DirPG(entry["policy"], venv, seed=0, device="cpu", simulator_backend=backend, **kwargs)
+        venv = make_vec_env(lambda: make_minigrid_env(N6, max_steps=MAX_STEPS), n_envs=1, vec_env_cls=DummyVecEnv)
+        return DirPG("MultiInputPolicy", venv, seed=0, device="cpu", simulator_backend=backend, **kwargs)
 
     return make
 
@@ -215,7 +214,7 @@ def overhead(rounds: int, reps: int = 2000) -> None:
 def n6_rows(rounds: int, reps: int = 300) -> None:
     """The per-step path alone on MultiRoom-N6 (the env backend, with the shipped MultiRoomBound): VecSimulator.step of
     8 states one step after reset, with and without the checks; microseconds per row (best and median round)."""
-    model = shipped_n6("env")()
+    model = paper_n6("env")()
     vec = VecSimulator([SimulatorWrapper(make_minigrid_env(N6, max_steps=100)) for _ in range(8)], model.heuristic)
     roots = vec.reset(list(range(8)))
     actions, episodes = np.full(8, 2), np.arange(8)  # forward: a step that changes the state
@@ -257,8 +256,8 @@ def main() -> None:
     th.set_num_threads(1)
     print(f"torch threads: {th.get_num_threads()}, rounds per variant: {args.rounds}")
     settings = {
-        "n6": ("MultiRoom-N6, shipped setting (compiled simulator)", shipped_n6("auto"), 30000),
-        "n6-env": ("MultiRoom-N6, shipped setting, simulator_backend='env'", shipped_n6("env"), 30000),
+        "n6": ("MultiRoom-N6, the paper's setting (compiled simulator)", paper_n6("auto"), 30000),
+        "n6-env": ("MultiRoom-N6, the paper's setting, simulator_backend='env'", paper_n6("env"), 30000),
         "cartpole": ("CartPole-v1, DirPG defaults", cartpole, 50000),
     }
     for key in args.settings:

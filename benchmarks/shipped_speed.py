@@ -1,6 +1,7 @@
-"""``python -m benchmarks.shipped_speed``: the shipped MultiRoom-N6 setting as users train it, early and late.
+"""``python -m benchmarks.shipped_speed``: the paper's MultiRoom-N6 setting as the zoo shipped it, early and late.
 
-Every row is built from the N6 entries of ``zoo_hyperparams/dirpg.yml`` and ``reinforce.yml`` as they ship (one map
+Every row is built from the paper's N6 setting (DirPG: ``experiments.multiroom_setup.DIRPG_PAPER_SHIPPED``, the N6
+entry of ``zoo_hyperparams/dirpg.yml`` until N6 took the one MiniGrid setting; ``reinforce.yml``'s N6 entry; one map
 per update), on the compiled simulator that ``simulator_backend="auto"`` picks, and measured by ``learn``'s
 interactions per second, side by side and interleaved over rounds:
 
@@ -34,6 +35,7 @@ import yaml
 
 from benchmarks.common import RESULTS, PythonLoop
 from experiments.common import write_json
+from experiments.multiroom_setup import MAX_STEPS, paper_model_kwargs
 from sb3_dirpg import DirPG
 from sb3_dirpg.baselines import Reinforce
 from sb3_dirpg.common.batched_policy import BatchedPolicy
@@ -70,17 +72,21 @@ def shipped_model(algo: str, seed: int = 0, **changes: Any) -> DirPG | Reinforce
     """:param algo: ``dirpg``, ``dirpg_torch`` (search forwards in torch) or ``reinforce``
     :param seed: the model's seed
     :param changes: settings that differ from the entry; ``compiled_loop=False`` searches in the Python loop
-    :return: the model of the algorithm's N6 entry, on the env the entry builds (``max_steps`` 100)"""
-    with open(HYPERPARAMS_DIR / f"{algo.removesuffix('_torch')}.yml") as file:
-        entry = yaml.load(file, Loader=yaml.UnsafeLoader)[ENV_ID]
+    :return: the model of the paper's N6 setting (DirPG: :data:`~experiments.multiroom_setup.DIRPG_PAPER_SHIPPED`, the
+        N6 entry of ``dirpg.yml`` until N6 took the one MiniGrid setting; REINFORCE: its N6 entry), ``max_steps`` 100"""
     changes = dict(changes)
     compiled_loop = changes.pop("compiled_loop", True)
-    kwargs = {**algorithm_kwargs(entry), **changes}
-    env = make_minigrid_env(ENV_ID, **entry["env_kwargs"])
+    if algo == "reinforce":
+        with open(HYPERPARAMS_DIR / "reinforce.yml") as file:
+            entry = yaml.load(file, Loader=yaml.UnsafeLoader)[ENV_ID]
+        kwargs = {**algorithm_kwargs(entry), **changes}
+    else:
+        kwargs = {**paper_model_kwargs(), **changes}
+    env = make_minigrid_env(ENV_ID, max_steps=MAX_STEPS)
     cls = {"dirpg": DirPG, "dirpg_torch": TorchForwardDirPG, "reinforce": Reinforce}[algo]
     if not compiled_loop:
         cls = type(f"PythonLoop{cls.__name__}", (PythonLoop, cls), {})
-    return cls(entry["policy"], env, seed=seed, device="cpu", **kwargs)
+    return cls("MultiInputPolicy", env, seed=seed, device="cpu", **kwargs)
 
 
 def rate(model: DirPG | Reinforce, interactions: int) -> float:

@@ -16,10 +16,10 @@ min-max over seeds) and ``multiroom_n6_table.md``. ``sampled_return`` is ``rollo
 on-policy samples (``a_opt`` for DirPG, the rollouts for the baselines) over the last 100 of them. ``--probe`` only
 searches 8 maps with an untrained policy per DirPG method and prints what the search did.
 
-Default: the shipped DirPG setting and action-level REINFORCE, 3 seeds, 3M interactions each. On the 2-core VM of the
-results page a REINFORCE run took about 20 minutes and a DirPG run about an hour (several runs shared the cores; DirPG
-searches one map per update, so its per-map overhead is not amortised over a batch). Other methods (``--methods``)
-are the variants measured while choosing the shipped setting.
+Default: the paper's DirPG setting (the zoo's N6 entry until N6 took the one MiniGrid setting) and action-level
+REINFORCE, 3 seeds, 3M interactions each. On the 2-core VM of the results page a REINFORCE run took about 20 minutes and
+a DirPG run about an hour (several runs shared the cores; DirPG searches one map per update, so its per-map overhead is
+not amortised over a batch). Other methods (``--methods``) are the variants measured while choosing that setting.
 """
 
 from __future__ import annotations
@@ -41,6 +41,7 @@ from experiments.multiroom_setup import (
     ALGORITHMS,
     COMMON,
     DIRPG_PAPER,
+    DIRPG_PAPER_SHIPPED,
     ENV_ID,
     GAMMA,
     HELD_OUT_SEEDS,
@@ -53,18 +54,18 @@ from experiments.multiroom_setup import (
     make_model,
 )  # fmt: skip
 
-SWEEP_ALPHAS = (0.0, 0.1, 0.2, 0.3, 1.0)  # the paper's MiniGrid figure; sweep-a0.2 is the shipped setting
+SWEEP_ALPHAS = (0.0, 0.1, 0.2, 0.3, 1.0)  # the paper's MiniGrid figure; sweep-a0.2 is DIRPG_PAPER_SHIPPED
 FROZEN_AT = 1_200_000  # the paper freezes its model here for the quality/quantity search; runs keep a copy
 
 #: the paper's priority, each popped region followed to the end of a trajectory
 DEPTH_FIRST = {"astar": {"alpha": 0.2, "depth_first": True}}
 # the learning runs' methods, by name
 METHODS: dict[str, Method] = {
-    # the shipped setting (zoo_hyperparams/dirpg.yml): the authors' horizon-free bound, best-first, break on goal
+    # the paper's setting: the authors' horizon-free bound, best-first, break on goal
     "dirpg": ("DirPG", dict(DIRPG_PAPER, stop="success"), {}),
     "dirpg-df-stop": ("DirPG", dict(DIRPG_PAPER, priority=DEPTH_FIRST, stop="success"), {}),
-    # the shipped setting with up to 16 maps searched ahead and committed one at a time: the same learning, faster
-    "dirpg-lookahead16": ("DirPG", dict(DIRPG_PAPER, stop="success", lookahead=16), {}),
+    # the paper's setting with up to 16 maps searched ahead and committed one at a time: the same learning, faster
+    "dirpg-lookahead16": ("DirPG", dict(DIRPG_PAPER_SHIPPED), {}),
     # the setting shipped before: the bound that drops terms beyond the steps left; it never completes a 2nd trajectory
     "dirpg-paper-tight": ("DirPG", dict(DIRPG_PAPER), dict(step_limit=True)),
     # the authors' bound (no step limit), best-first
@@ -72,7 +73,7 @@ METHODS: dict[str, Method] = {
     "dirpg-df": ("DirPG", dict(DIRPG_PAPER, priority=DEPTH_FIRST), {}),
     "dirpg-df-early": ("DirPG", dict(DIRPG_PAPER, priority=DEPTH_FIRST, stop={"success": {"improvement": True}}), {}),
     "dirpg-gumbel-stop": ("DirPG", dict(DIRPG_PAPER, priority="gumbel", stop="success"), None),
-    **{  # the paper's priority sweep (issue 22) in the shipped setting: A* with each alpha, and the Gumbel priority
+    **{  # the paper's priority sweep (issue 22) in DIRPG_PAPER_SHIPPED: A* with each alpha, and the Gumbel priority
         f"sweep-a{alpha:g}": ("DirPG", dict(DIRPG_PAPER, stop="success", lookahead=16, priority={"astar": {"alpha": alpha}}),
                               {})
         for alpha in SWEEP_ALPHAS

@@ -118,7 +118,7 @@ class PythonLoopDirPG(PythonLoop, DirPG):
     """DirPG searching in the Python loop."""
 
 
-def _shipped_n6(cls: type[DirPG] = DirPG, **changes: Any) -> DirPG:
+def _paper_n6(cls: type[DirPG] = DirPG, **changes: Any) -> DirPG:
     env = make_minigrid_env("MiniGrid-MultiRoom-N6-v0", max_steps=100)
     return cls(
         "MultiInputPolicy", env, seed=0, learning_rate=1e-3, search_budget=2900, priority={"astar": {"alpha": 0.2}},
@@ -129,9 +129,9 @@ def _shipped_n6(cls: type[DirPG] = DirPG, **changes: Any) -> DirPG:
 
 @pytest.mark.parametrize("lookahead", [1, 16])
 def test_dirpg_learns_the_same_parameters_with_the_compiled_loop(lookahead: int) -> None:
-    """The shipped N6 setting (one map per update, with and without searching ahead) learns bit-identical parameters
+    """The paper's N6 setting (one map per update, with and without searching ahead) learns bit-identical parameters
     with the compiled loop and with the Python loop, and they did change."""
-    models = {loop: _shipped_n6(lookahead=lookahead, cls=DirPG if loop else PythonLoopDirPG) for loop in (False, True)}
+    models = {loop: _paper_n6(lookahead=lookahead, cls=DirPG if loop else PythonLoopDirPG) for loop in (False, True)}
     start = [p.detach().clone() for p in models[True].policy.parameters()]
     for model in models.values():
         model.learn(15_000)
@@ -146,7 +146,7 @@ def test_the_compiled_forward_gives_the_torch_logits_on_minigrid_views() -> None
     """On the views of 64 N6 maps, with every weight and bias perturbed (SB3 initialises biases to zero) so that the logits
     spread over several nats, the compiled forward gives the torch forward's logits to float32 rounding, and the
     search's policy function uses it."""
-    model = _shipped_n6()
+    model = _paper_n6()
     generator = th.Generator().manual_seed(1)
     with th.no_grad():
         for p in model.policy.parameters():
@@ -187,7 +187,7 @@ def test_a_compiled_forward_that_disagrees_with_torch_is_not_used(monkeypatch: A
         return original(self, [dict(o, direction=(int(o["direction"]) + 1) % 4) for o in obs])
 
     monkeypatch.setattr(cnn_kernels.CompiledForward, "logits", shifted)
-    model = _shipped_n6()
+    model = _paper_n6()
     assert model.batched_policy.compiled_forward() is None
     assert model.search_policy_function().compiled_weights is None
 
@@ -195,7 +195,7 @@ def test_a_compiled_forward_that_disagrees_with_torch_is_not_used(monkeypatch: A
 def test_the_compiled_forward_check_never_writes_the_live_weights() -> None:
     """The check against torch perturbs a copy of the policy, not the learner's parameters (a search worker may be
     reading them at that moment), and it runs once per model, not once per search."""
-    model = _shipped_n6()
+    model = _paper_n6()
     versions = [parameter._version for parameter in model.policy.parameters()]  # torch counts in-place writes
     assert model.batched_policy.compiled_forward() is not None
     assert [parameter._version for parameter in model.policy.parameters()] == versions

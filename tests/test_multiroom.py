@@ -1,4 +1,4 @@
-"""MultiRoom-N6, the paper's flagship task: the shipped search must complete trajectories with an untrained policy, stop
+"""MultiRoom-N6, the paper's flagship task: the paper's search must complete trajectories with an untrained policy, stop
 on success, and the learning-at-scale experiment must run, checkpoint and resume (tiny budgets here); its greedy
 evaluation, shared with the paper's figure 3 (``--figure``), counts the maps where the agent reaches the goal."""
 
@@ -21,25 +21,28 @@ from sb3_dirpg import DirPG, MiniGridCNN
 from sb3_dirpg.baselines import Reinforce
 from sb3_dirpg.envs import make_minigrid_env
 from sb3_dirpg.envs.minigrid import MultiRoomBound
-from sb3_dirpg.integrations.zoo import HYPERPARAMS_DIR, algorithm_kwargs, prepare_hyperparams
+from sb3_dirpg.integrations.zoo import HYPERPARAMS_DIR, prepare_hyperparams
 
 pytestmark = pytest.mark.integration
 
 N6 = "MiniGrid-MultiRoom-N6-v0"
 
 
-def shipped_n6(**overrides) -> DirPG:
-    """DirPG with the hyperparameters of the N6 entry of ``zoo_hyperparams/dirpg.yml`` (untrained, seed 0)."""
-    entry = yaml.safe_load((HYPERPARAMS_DIR / "dirpg.yml").read_text())[N6]
-    kwargs = {**algorithm_kwargs(entry), **overrides}
-    venv = make_vec_env(lambda: make_minigrid_env(N6, **entry["env_kwargs"]), n_envs=1, vec_env_cls=DummyVecEnv)
-    return DirPG(entry["policy"], venv, seed=0, device="cpu", **kwargs)
+def paper_n6(bound: dict[str, Any] | None = None, **overrides: Any) -> DirPG:
+    """DirPG with the paper's N6 setting as ``experiments.multiroom`` runs it (``dirpg-lookahead16``, the N6 entry of
+    ``zoo_hyperparams/dirpg.yml`` until N6 took the one MiniGrid setting), untrained, seed 0.
+
+    :param bound: ``MultiRoomBound``'s arguments in place of the setting's
+    :param overrides: DirPG's arguments in place of the setting's
+    :return: the model"""
+    algo, kwargs, setting_bound = multiroom.METHODS["dirpg-lookahead16"]
+    return multiroom_setup.make_model((algo, {**kwargs, **overrides}, setting_bound if bound is None else bound), seed=0)
 
 
-def test_shipped_n6_search_completes_trajectories_and_improves() -> None:
-    """With an untrained policy, the shipped setting completes several trajectories per map and improves on a_opt on
+def test_paper_n6_search_completes_trajectories_and_improves() -> None:
+    """With an untrained policy, the paper's setting completes several trajectories per map and improves on a_opt on
     some maps (the bound that drops terms beyond the step limit completed one, a_opt, and never updated)."""
-    model = shipped_n6()
+    model = paper_n6()
     result = model.search(list(range(100, 108)))
     trajectories = [ep.trajectories for ep in result.episodes]
     assert np.mean(trajectories) >= 2, trajectories
@@ -50,7 +53,7 @@ def test_shipped_n6_search_completes_trajectories_and_improves() -> None:
 def test_step_limited_bound_starves_the_weighted_priority() -> None:
     """The measured failure this setting avoids: the same search with the step-limited bound and best-first order
     finishes no trajectory besides a_opt on the same maps."""
-    model = shipped_n6(heuristic=MultiRoomBound(0.999, step_limit=True))
+    model = paper_n6(bound={"step_limit": True})
     result = model.search(list(range(100, 104)))
     assert [ep.trajectories for ep in result.episodes] == [1, 1, 1, 1]
 
@@ -94,7 +97,7 @@ def test_stop_on_success_does_not_warn_when_max_episode_steps_cuts_every_traject
     """Cut trajectories are not the env's ends: MiniGridShapedReward reports success at every end, and the search stops
     on the first one, so a batch whose trajectories were all cut is no reason to warn (it was, before). The env path
     (the compiled simulator reports success by itself)."""
-    model = shipped_n6(max_episode_steps=4, search_budget=20, simulator_backend="env")
+    model = paper_n6(max_episode_steps=4, search_budget=20, simulator_backend="env")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         model.learn(48)
@@ -118,15 +121,18 @@ def test_experiment_runs_checkpoints_resumes_and_reports(tmp_path: Path) -> None
     assert (out / "multiroom_n6.png").read_bytes()[:4] == b"\x89PNG"
 
 
-def test_shipped_yaml_matches_the_experiment_setting() -> None:
-    """The zoo entry users train with is the setting the experiment measured as ``dirpg``."""
-    entry = yaml.safe_load((HYPERPARAMS_DIR / "dirpg.yml").read_text())[N6]
-    _, kwargs, bound = multiroom.METHODS["dirpg"]
+def test_zoo_paper_block_matches_the_experiment_setting() -> None:
+    """The paper's setting that the zoo's tuned MiniGrid entries merge (``&minigrid-paper``; N12-S10 changes only its
+    env, wrappers, epochs and stop) is the one the experiment measures; the N6 entry takes the one MiniGrid setting."""
+    entries = yaml.load((HYPERPARAMS_DIR / "dirpg.yml").read_text(), Loader=yaml.UnsafeLoader)
+    entry = entries["MiniGrid-MultiRoom-N12-S10-v0"]
+    _, kwargs, bound = multiroom.METHODS["dirpg-lookahead16"]
     for key, value in {**multiroom_setup.COMMON, **kwargs}.items():
-        assert entry[key] == value, key
-    assert entry["env_kwargs"]["max_steps"] == multiroom_setup.MAX_STEPS
+        if key != "stop":
+            assert entry[key] == value, key
     heuristic = prepare_hyperparams(entry)["heuristic"]
     assert isinstance(heuristic, MultiRoomBound) and heuristic.step_limit == bound.get("step_limit", False)
+    assert entries[N6] == {"n_timesteps": 1e6}
 
 
 def test_probe_reports_the_dirpg_settings_only() -> None:
