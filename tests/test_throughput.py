@@ -152,3 +152,14 @@ def test_mask_window_speed_trains_the_s4r3_entry_with_each_return_rule(tmp_path:
     assert set(rows) == {"0", "8", "24", "no_revisit", "+no_repick", "+keep_key"} and rows["8"]["vs_window_8"] == 1.0
     assert all(row["simulator"] == "CompiledMiniGridSimulator" and row["median"] > 0 for row in rows.values())
     assert json.loads((tmp_path / "speed.json").read_text()) == result
+
+
+def test_profile_setting_splits_the_wall_into_the_update_and_the_search() -> None:
+    """``benchmarks.profile_setting``: the one MiniGrid setting's ``learn`` under cProfile; the update and the search
+    are found in the profile and share the wall time."""
+    from benchmarks import profile_setting
+
+    result = profile_setting.profile("MiniGrid-DoorKey-5x5-v0", 1_000, top=3)
+    assert result["interactions"] >= 1_000 and result["optimizer_steps"] > 0
+    assert 0 < result["train_s"] and 0 < result["search_s"]
+    assert result["train_s"] + result["search_s"] <= result["wall_s"] * 1.01
