@@ -4,6 +4,9 @@ locked doors are in the way), with the success rate and the distinct cells each 
 
 A policy that succeeds on near targets and fails on far ones while visiting many cells wanders: it has no memory of
 where it has been (the table's policies see one 7x7 view). One that fails near targets, or visits few cells, is stuck.
+It also prints the share of steps where the policy was uncertain (its action distribution above
+:data:`UNCERTAIN_NATS` of entropy, among the legal actions), in the succeeded and in the failed episodes: a sampled
+policy that fails where its greedy one succeeds has lost its way into states it is unsure of.
 
 Usage::
 
@@ -30,10 +33,29 @@ from stable_baselines3.common.base_class import BaseAlgorithm
 
 from experiments.common import key_value, nonnegative_int, positive_int
 from experiments.greedy_gap import describe_greedy_failures
-from experiments.held_out import build_env, is_success, predict_action
+from experiments.held_out import action_masks_of, build_env, is_success, predict_action
 from sb3_dirpg.envs.minigrid import MiniGridBound
 
 DEFAULT_EDGES = (0, 10, 20, 30)
+#: a step whose action distribution has more entropy than this (nats) counts as uncertain
+UNCERTAIN_NATS = 0.5
+
+
+def action_entropy(model: Any, obs: Any, env: gym.Env) -> float | None:
+    """:param model: a model
+    :param obs: the env's current observation
+    :param env: the env, wrapped as the model saw it in training
+    :return: the entropy (nats) of the model's action distribution at ``obs``, among the env's legal actions where it
+        gives masks; None where the model has no SB3 policy"""
+    policy = getattr(model, "policy", None)
+    if policy is None or not hasattr(policy, "get_distribution"):
+        return None
+    obs_tensor, _ = policy.obs_to_tensor(obs)
+    masks = action_masks_of(env)
+    extra = {} if masks is None else {"action_masks": masks}
+    with th.no_grad():
+        dist = policy.get_distribution(obs_tensor, **extra)
+    return float(dist.entropy().reshape(-1)[0])
 
 
 def play_episode(model: BaseAlgorithm, env: gym.Env, seed: int, deterministic: bool) -> dict[str, Any]:
@@ -43,22 +65,38 @@ def play_episode(model: BaseAlgorithm, env: gym.Env, seed: int, deterministic: b
     :param env: the env, wrapped as the model saw it in training
     :param seed: the episode's reset seed
     :param deterministic: greedy actions, else sampled ones
-    :return: ``success``, ``steps``, ``cells`` (distinct agent cells, the start included) and ``steps_to_success``
-        (the grid bound's lower bound at the start; None where the env's success rule is not known)
+    :return: ``success``, ``steps``, ``cells`` (distinct agent cells, the start included), ``steps_to_success``
+        (the grid bound's lower bound at the start; None where the env's success rule is not known) and ``uncertain``
+        (the share of steps where the policy's entropy was above :data:`UNCERTAIN_NATS`; None without a policy)
     """
     obs, _ = env.reset(seed=int(seed))
     base = env.unwrapped
     steps_to_success = MiniGridBound().steps_to_success(env)  # reward values play no part in it
     cells = {tuple(int(v) for v in base.agent_pos)}
-    steps, success, done = 0, False, False
+    steps, success, done, uncertain = 0, False, False, []
     while not done:
+        entropy = action_entropy(model, obs, env)
+        if entropy is not None:
+            uncertain.append(entropy > UNCERTAIN_NATS)
         obs, reward, terminated, truncated, info = env.step(predict_action(model, obs, env, deterministic))
         steps += 1
         cells.add(tuple(int(v) for v in base.agent_pos))
         done = terminated or truncated
         if done:
             success = is_success(float(reward), terminated, info)
-    return {"success": success, "steps": steps, "cells": len(cells), "steps_to_success": steps_to_success}
+    return {"success": success, "steps": steps, "cells": len(cells), "steps_to_success": steps_to_success,
+            "uncertain": float(np.mean(uncertain)) if uncertain else None}  # fmt: skip
+
+
+def uncertain_shares(episodes: Sequence[dict[str, Any]]) -> dict[str, float | None]:
+    """:param episodes: :func:`play_episode`'s outputs
+    :return: the mean share of uncertain steps over the ``succeeded`` and over the ``failed`` episodes (None where
+        there are none, or no policy)"""
+    shares: dict[str, float | None] = {}
+    for name, outcome in (("succeeded", True), ("failed", False)):
+        values = [e["uncertain"] for e in episodes if e["success"] == outcome and e["uncertain"] is not None]
+        shares[name] = float(np.mean(values)) if values else None
+    return shares
 
 
 def by_distance(episodes: Sequence[dict[str, Any]], edges: Sequence[int] = DEFAULT_EDGES) -> list[dict[str, Any]]:
@@ -158,6 +196,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     print(f"{args.env}, {args.model}: success {np.mean([e['success'] for e in episodes]):.3f} over {len(episodes)} seeds "
           f"({'greedy' if args.greedy else 'sampled'} actions)")  # fmt: skip
     print(format_rows(by_distance(episodes, args.edges)))
+    shares = {name: "–" if share is None else f"{share:.2f}" for name, share in uncertain_shares(episodes).items()}
+    print(f"steps with more than {UNCERTAIN_NATS} nats of entropy: {shares['succeeded']} of the succeeded episodes', "
+          f"{shares['failed']} of the failed episodes'")  # fmt: skip
 
 
 if __name__ == "__main__":

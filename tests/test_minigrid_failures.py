@@ -10,7 +10,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from experiments.minigrid_failures import by_distance, format_rows, load_model, play_episode
+from experiments.minigrid_failures import by_distance, format_rows, load_model, play_episode, uncertain_shares
 
 LEFT, RIGHT, FORWARD = 0, 1, 2
 
@@ -38,12 +38,13 @@ def empty_env() -> gym.Env:
 def test_a_shortest_way_to_the_goal_succeeds_with_its_cells_counted(empty_env: gym.Env) -> None:
     episode = play_episode(ScriptedModel([FORWARD, FORWARD, RIGHT, FORWARD, FORWARD]), empty_env, 0, True)
     # the goal is 4 cells away; its reward comes on the step entering it, 3 steps after the first
-    assert episode == {"success": True, "steps": 5, "cells": 5, "steps_to_success": 3}
+    assert episode == {"success": True, "steps": 5, "cells": 5, "steps_to_success": 3, "uncertain": None}
 
 
 def test_a_policy_stuck_at_a_wall_fails_after_the_step_limit(empty_env: gym.Env) -> None:
     episode = play_episode(ScriptedModel([]), empty_env, 0, True)
-    assert episode == {"success": False, "steps": empty_env.unwrapped.max_steps, "cells": 3, "steps_to_success": 3}
+    assert episode == {"success": False, "steps": empty_env.unwrapped.max_steps, "cells": 3, "steps_to_success": 3,
+                       "uncertain": None}  # fmt: skip
 
 
 def test_episodes_are_grouped_by_steps_to_success() -> None:
@@ -62,6 +63,23 @@ def test_episodes_are_grouped_by_steps_to_success() -> None:
     assert [r["cells_failed"] for r in rows] == [30.0, None, 30.0]
     table = format_rows(rows).splitlines()
     assert table[2] == "| 0–9 | 2 | 0.50 | 17 | 30 |" and table[-1] == "| 30+ | 2 | 0.00 | 30 | 30 |"
+
+
+def test_an_untrained_policy_is_uncertain_and_the_shares_split_by_outcome(empty_env: gym.Env) -> None:
+    """An untrained DirPG policy is near uniform over MiniGrid's actions (about 1.9 nats): every step is uncertain; the
+    shares are averaged over the succeeded and the failed episodes apart."""
+    from sb3_dirpg import DirPG, MiniGridCNN
+    from sb3_dirpg.envs import DirectionImageObs
+
+    env = DirectionImageObs(empty_env)
+    policy_kwargs = dict(features_extractor_class=MiniGridCNN, net_arch=[], normalize_images=False)
+    model = DirPG("MultiInputPolicy", env, search_budget=10, seed=0, device="cpu", policy_kwargs=policy_kwargs)
+    episode = play_episode(model, env, 0, deterministic=False)
+    assert episode["uncertain"] == 1.0
+    shares = uncertain_shares([{"success": True, "uncertain": 0.1}, {"success": True, "uncertain": 0.3},
+                               {"success": False, "uncertain": 0.5}, {"success": False, "uncertain": None}])  # fmt: skip
+    assert shares == {"succeeded": pytest.approx(0.2), "failed": 0.5}
+    assert uncertain_shares([{"success": True, "uncertain": None}]) == {"succeeded": None, "failed": None}
 
 
 def test_edges_must_increase() -> None:
