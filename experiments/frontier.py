@@ -65,8 +65,8 @@ TARGETS = {
 DEFAULT_BUDGETS = (2_900, 10_000, 30_000)
 #: the tags of the runs of each target's entry as it stands (docs/results.md gives their commands): ``--figure`` draws
 #: them in colour, one per seed, and every other run of the target in grey
-# KeyCorridorS3R3's entry takes the one MiniGrid setting since issue 79 (its runs: experiments.minigrid_general's cells);
-# its row here is the tuned entry it had
+# KeyCorridorS3R3's and MultiRoom-N12-S10's entries take the one MiniGrid setting since issue 79 (their runs:
+# experiments.minigrid_general's cells); their rows here are the tuned entries they had
 ENTRY_RUNS = {
     "MiniGrid-ObstructedMaze-2Dlh-v0": ("2Dlh-nrkor-ema99",),
     "MiniGrid-MultiRoom-N12-S10-v0": ("N6-N12-nrko", "N6-N12-mask"),
