@@ -49,6 +49,17 @@ def make_env(env_id: str = ENV_ID, max_steps: int | None = MAX_STEPS) -> gym.Env
     return make_minigrid_env(env_id) if max_steps is None else make_minigrid_env(env_id, max_steps=max_steps)
 
 
+def model_kwargs(method: Method, common: dict[str, Any] = COMMON) -> dict[str, Any]:
+    """:param method: ``(algorithm, arguments, MultiRoomBound arguments or None)``
+    :param common: the arguments every method of the run shares, ``gamma`` among them (the bound's discount too)
+    :return: the learner's arguments besides the policy and env: ``common``, the method's, its bound and the paper's CNN"""
+    _, kwargs, bound = method
+    kwargs = dict(common, **kwargs)
+    if bound is not None:
+        kwargs["heuristic"] = MultiRoomBound(kwargs["gamma"], **bound)
+    return {**kwargs, "policy_kwargs": dict(POLICY_KWARGS)}
+
+
 def make_model(
     method: Method, seed: int, env_id: str = ENV_ID, max_steps: int | None = MAX_STEPS, common: dict[str, Any] = COMMON
 ) -> SimulatorAlgorithm:
@@ -62,19 +73,14 @@ def make_model(
     :param common: the arguments every method of the run shares, ``gamma`` among them (the bound's discount too)
     :return: the model
     """
-    algo, kwargs, bound = method
-    kwargs = dict(common, **kwargs)
-    if bound is not None:
-        kwargs["heuristic"] = MultiRoomBound(kwargs["gamma"], **bound)
     venv = make_vec_env(partial(make_env, env_id, max_steps), n_envs=1, vec_env_cls=DummyVecEnv)
-    return ALGORITHMS[algo]("MultiInputPolicy", venv, seed=seed, device="cpu", policy_kwargs=dict(POLICY_KWARGS), **kwargs)
+    return ALGORITHMS[method[0]]("MultiInputPolicy", venv, seed=seed, device="cpu", **model_kwargs(method, common))
 
 
 def paper_model_kwargs() -> dict[str, Any]:
     """:return: DirPG's arguments besides the policy and env in :data:`DIRPG_PAPER_SHIPPED` (with :data:`COMMON`, the
         authors' bound and the paper's CNN), for ``DirPG("MultiInputPolicy", make_env(), **paper_model_kwargs())``"""
-    kwargs = dict(COMMON, **DIRPG_PAPER_SHIPPED)
-    return {**kwargs, "heuristic": MultiRoomBound(kwargs["gamma"]), "policy_kwargs": dict(POLICY_KWARGS)}
+    return model_kwargs(("DirPG", DIRPG_PAPER_SHIPPED, {}))
 
 
 def reached_goal(reward: float, terminated: bool, info: dict[str, Any]) -> bool:
