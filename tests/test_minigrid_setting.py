@@ -166,7 +166,7 @@ def test_the_bridge_trains_a_minigrid_id_without_an_entry_with_the_setting(tmp_p
     (config,) = tmp_path.glob(f"dirpg/{env_id}_*/{env_id}/config.yml")
     saved: dict[str, Any] = dict(yaml.load(config.read_text(), Loader=yaml.UnsafeLoader))
     assert saved["search_budget"] == 30 and saved["max_episode_steps"] == 4 * (6 + 6)
-    assert saved["stop"] == {"success": {"refine": 30}} and ALGORITHM_SETTING["stop"] == {"success": {"refine": 100}}
+    assert saved["stop"] == {"success": {"refine": 30}} and ALGORITHM_SETTING["stop"] == "success"
     assert (tmp_path / "dirpg" / f"{env_id}_1" / f"{env_id}.zip").exists()
 
 
