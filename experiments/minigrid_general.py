@@ -269,7 +269,8 @@ def figure(summary: dict[str, Any]) -> Any:
     rows = max(1, -(-len(envs) // cols))
     fig, axes = plt.subplots(rows, cols, figsize=(3.2 * cols, 2.6 * rows), squeeze=False)
     labels = sorted({method for methods in summary.values() for method in methods}, key=lambda m: (m not in METHODS, m))
-    palette = ["tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown"]
+    tab20 = plt.get_cmap("tab20").colors
+    palette = [*tab20[::2], *tab20[1::2]]  # the ten dark colours, then the ten light ones
     colors = {method: palette[i % len(palette)] for i, method in enumerate(labels)}
     for ax, env_id in zip(axes.flat, envs):
         for method, seeds in summary[env_id].items():
