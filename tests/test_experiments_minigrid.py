@@ -236,15 +236,15 @@ def test_frontier_evaluates_the_average_and_the_trained_weights(tmp_path: Path) 
 
 def test_frontier_evaluates_with_the_envs_own_step_limit() -> None:
     """The frontier's evaluation envs keep the env's own step limit where the entry changes it for training
-    (RedBlueDoors' entry sets 100 steps, the env has 720), and its training envs take the entry's."""
+    (here a variant sets 100 steps on RedBlueDoors, whose own limit is 720), and its training envs take the entry's."""
     import gymnasium as gym
 
     from experiments import frontier
 
-    env_id = "MiniGrid-RedBlueDoors-6x6-v0"
+    env_id, shorter = "MiniGrid-RedBlueDoors-6x6-v0", ["env_kwargs:{'max_steps': 100}"]
     own = gym.make(env_id).unwrapped.max_steps
-    settings, trained = frontier._entry_env(env_id)
-    _, evaluated = frontier._entry_env(env_id, own_step_limit=True)
+    settings, trained = frontier._entry_env(env_id, shorter)
+    _, evaluated = frontier._entry_env(env_id, shorter, own_step_limit=True)
     assert settings["env_kwargs"]["max_steps"] != own
     assert trained.unwrapped.max_steps == settings["env_kwargs"]["max_steps"] and evaluated.unwrapped.max_steps == own
 

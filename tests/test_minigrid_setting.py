@@ -10,6 +10,7 @@ import gymnasium as gym
 import minigrid  # noqa: F401  (registers the MiniGrid ids)
 import pytest
 import yaml
+from gymnasium.wrappers import FrameStackObservation
 
 import sb3_dirpg.envs  # noqa: F401  (registers the project's MiniGrid ids)
 from sb3_dirpg import DirPG
@@ -18,6 +19,7 @@ from sb3_dirpg.envs.minigrid.action_mask import MiniGridNoOpMask
 from sb3_dirpg.envs.minigrid.setting import (
     ALGORITHM_SETTING,
     BUDGET_PER_STEP,
+    MEMORY_VIEWS,
     RANDOM_STEPS_EPSILON,
     STEPS_PER_SIDE,
     _path,
@@ -78,10 +80,13 @@ def test_the_rule_reads_the_env() -> None:
     assert "keep_done" in go_to_door.env_wrapper[-3][_path(MiniGridNoOpMask)]["rules"]
     memory = minigrid_setting("MiniGrid-MemoryS7-v0")  # its pickup toggles instead: not MiniGrid's rules
     assert not memory.facts.minigrid_dynamics and any("no action masks" in note for note in memory.notes)
-    # its mission needs a memory of the first view, which the setting's policy lacks: a note says so
-    assert memory.facts.memory and any(note.startswith("no memory") for note in memory.notes)
+    # their missions need a memory: the policy sees the last MEMORY_VIEWS views, and a note says where that falls short
     red_blue = minigrid_setting("MiniGrid-RedBlueDoors-8x8-v0")
-    assert red_blue.facts.memory and any(note.startswith("no memory") for note in red_blue.notes)
+    for setting in (memory, red_blue):
+        assert setting.facts.memory and setting.env_wrapper[-1] == {_path(FrameStackObservation): {"stack_size": MEMORY_VIEWS}}
+        assert any(note.startswith(f"a memory of {MEMORY_VIEWS} views") for note in setting.notes)
+        image = setting.make_env().observation_space["image"]
+        assert image.shape == (MEMORY_VIEWS, 7, 7, 3)
     obstacles = minigrid_setting("MiniGrid-Dynamic-Obstacles-6x6-v0")  # three actions: no masks
     assert not obstacles.facts.masks and obstacles.facts.known_success
     # its obstacles move at random: the search sees one map's draws, so epsilon is 1 there, 5 elsewhere
@@ -89,6 +94,7 @@ def test_the_rule_reads_the_env() -> None:
     assert any("epsilon 1.0, not 5.0" in note for note in obstacles.notes)
     assert not any(setting.facts.random_steps for setting in (doorkey, put_near, go_to_door, memory))
     assert not any(setting.facts.memory for setting in (doorkey, put_near, go_to_door, obstacles))
+    assert not any("FrameStack" in str(setting.env_wrapper) for setting in (doorkey, put_near, go_to_door, obstacles))
     playground = minigrid_setting("MiniGrid-Playground-v0")
     assert not playground.facts.known_success and any("no progress reward" in note for note in playground.notes)
     assert "MiniGridBound" in next(iter(playground.heuristic))

@@ -75,10 +75,10 @@ def test_commands() -> None:
     assert settings["env_wrapper"] == table.entry("MiniGrid-Fetch-5x5-N2-v0", "dirpg")["env_wrapper"]
     # Fetch's entry is the one setting: the env keeps its own step limit, and the setting's masks make it MaskablePPO
     assert "--env-kwargs" not in same and same[1:6] == ["-m", "sb3_dirpg.integrations.zoo", "train", "--algo", "ppo_mask"]
-    red_blue = table.command(table.Cell("MiniGrid-RedBlueDoors-6x6-v0", "ppo_same", 0, 1_000_000), Path("/runs"))
-    max_steps = table.entry("MiniGrid-RedBlueDoors-6x6-v0", "dirpg")["env_kwargs"]["max_steps"]
-    assert red_blue[red_blue.index("--env-kwargs") + 1] == f"max_steps:{max_steps}"
-    assert red_blue[1:3] == ["-m", "rl_zoo3.train"]  # RedBlueDoors' tuned entry has no masks: rl-zoo3's own PPO
+    four_rooms = table.command(table.Cell("MiniGrid-FourRooms-v0", "ppo_same", 0, 3_000_000), Path("/runs"))
+    max_steps = table.entry("MiniGrid-FourRooms-v0", "dirpg")["env_kwargs"]["max_steps"]
+    assert four_rooms[four_rooms.index("--env-kwargs") + 1] == f"max_steps:{max_steps}"
+    assert four_rooms[1:3] == ["-m", "rl_zoo3.train"]  # FourRooms' tuned entry has no masks: rl-zoo3's own PPO
     # 2Dlh's entry masks actions: PPO would ignore the masks, so ppo_same trains MaskablePPO with rl-zoo3's PPO entry
     masked = table.command(table.Cell("MiniGrid-ObstructedMaze-2Dlh-v0", "ppo_same", 0, 3_000_000), Path("/runs"))
     assert masked[1:6] == ["-m", "sb3_dirpg.integrations.zoo", "train", "--algo", "ppo_mask"]
