@@ -1,12 +1,13 @@
 """``python -m benchmarks.mask_window_speed``: what the return rules of ``MiniGridNoOpMask`` cost in training.
 
-Every row is KeyCorridorS4R3's DirPG entry of ``zoo_hyperparams/dirpg.yml`` as it ships (the compiled simulator and
+Every row is KeyCorridorS5R3's DirPG entry of ``zoo_hyperparams/dirpg.yml`` as it ships (the compiled simulator and
 its compiled search loop), with the mask's memory rules set per row: ``return_window`` 0 (the no-op, undo and
 closing masks alone), 8 and 24, ``no_revisit`` (every pose since the last change), and ``no_revisit`` with
 ``no_repick`` (the cell of the last drop in each state) or ``keep_key`` (a look over the grid while a key is carried;
-the entry's own setting). The rows train side by side, interleaved over rounds, from the same untrained policy, and
-each is measured by ``learn``'s interactions per second; the ratios are each row's median rate over the window-8
-row's.
+the entry's own setting; the figures in docs/results.md were measured on S4R3's entry, which had the same settings with
+an 80-step horizon until S4R3 took the one MiniGrid setting). The rows train side by side, interleaved over rounds,
+from the same untrained policy, and each is measured by ``learn``'s interactions per second; the ratios are each row's
+median rate over the window-8 row's.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from experiments.minigrid_table import entry
 from sb3_dirpg import DirPG
 from sb3_dirpg.integrations.zoo import algorithm_kwargs
 
-ENV_ID = "MiniGrid-KeyCorridorS4R3-v0"
+ENV_ID = "MiniGrid-KeyCorridorS5R3-v0"
 #: the rules each row varies (the entry's other rules, ``no_undo`` and ``keep_doors_open``, stay in every row)
 VARIED = ("return_window", "no_revisit", "no_repick", "keep_key")
 #: the rows: the varied rules of the mask, by the row's name (in the order they act)
@@ -46,7 +47,7 @@ MASK = "sb3_dirpg.envs.MiniGridNoOpMask"
 def windowed_model(rule: str, seed: int = 0) -> DirPG:
     """:param rule: the row's name in :data:`RULES`
     :param seed: the model's seed
-    :return: a DirPG model of the S4R3 entry whose mask has the row's rules"""
+    :return: a DirPG model of the S5R3 entry whose mask has the row's rules"""
     settings = entry(ENV_ID, "dirpg")
     wrappers = copy.deepcopy(settings["env_wrapper"])
     layers = [layer for layer in wrappers if isinstance(layer, dict) and MASK in layer]

@@ -135,8 +135,8 @@ def test_progress_speed_compares_the_compiled_and_the_env_path_of_the_shipped_en
     assert (tmp_path / "speed.json").exists()
 
 
-def test_mask_window_speed_trains_the_s4r3_entry_with_each_return_rule(tmp_path: Path) -> None:
-    """``benchmarks.mask_window_speed``: each row is the S4R3 entry on the compiled simulator with its own
+def test_mask_window_speed_trains_the_s5r3_entry_with_each_return_rule(tmp_path: Path) -> None:
+    """``benchmarks.mask_window_speed``: each row is the S5R3 entry on the compiled simulator with its own
     ``return_window`` or ``no_revisit`` (with ``no_repick`` or ``keep_key``); ratios to the window-8 row."""
     from benchmarks import mask_window_speed
     from sb3_dirpg.envs.minigrid.action_mask import MiniGridNoOpMask
