@@ -271,7 +271,9 @@ def figure(summary: dict[str, Any]) -> Any:
     labels = sorted({method for methods in summary.values() for method in methods}, key=lambda m: (m not in METHODS, m))
     tab20 = plt.get_cmap("tab20").colors
     palette = [*tab20[::2], *tab20[1::2]]  # the ten dark colours, then the ten light ones
-    variants = [method for method in labels if method != "ppo"]  # PPO in black: no variant's colour is near it
+    # PPO in black, and the setting's earlier version (``dirpg-refine``) in the second dark colour: no light shade of
+    # another label's colour stands for either
+    variants = sorted((m for m in labels if m != "ppo"), key=lambda m: (m != "dirpg", m != "dirpg-refine", m))
     colors = {method: palette[i % len(palette)] for i, method in enumerate(variants)}
     colors.update({"ppo": "black"} if "ppo" in labels else {})
     for ax, env_id in zip(axes.flat, envs):
