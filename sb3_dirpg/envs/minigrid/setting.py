@@ -76,7 +76,8 @@ N_TIMESTEPS = 1_000_000
 #: ``keep_done`` joins them where the env's step reads ``done``)
 MASK_RULES = ("no_undo", "no_revisit", "keep_doors_open", "no_repick")
 #: the views the policy sees where the mission needs a memory (:func:`memory_needed`): the current one and the three
-#: before it (RedBlueDoors-6x6, seed 0: 0.9 sampled and greedy at 100k with 4 views, 350k / 250k with one)
+#: before it (RedBlueDoors-6x6: 0.9 sampled and greedy at 100k / 150k / 100k with 4 views on seeds 0-2, at 350k / 250k
+#: with one on seed 0)
 MEMORY_VIEWS = 4
 #: the DirPG settings of every MiniGrid env; the search stops at its first success (refining it for a shorter one made
 #: the sampled success swing, 0.51-0.92 on MultiRoom-N6, where the masks already keep the greedy policy off the walls)
